@@ -35,7 +35,11 @@ def _available() -> dict[str, tuple[str, str]]:
     """Only the commands whose module exists: a half-built tree still gives a working --help."""
     found = {}
     for name, (module, text) in COMMANDS.items():
-        if importlib.util.find_spec(module) is not None:
+        try:
+            present = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:  # the parent package is not there yet
+            present = False
+        if present:
             found[name] = (module, text)
     return found
 

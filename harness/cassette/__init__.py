@@ -1,0 +1,1 @@
+"""Cassettes: the file format, matching, redaction, the recording/replay client and foreign imports."""

@@ -1,0 +1,199 @@
+"""Which recorded interaction answers a request, and what changed when none does.
+
+A request matches on method, path (never host or port: a local server's port changes between runs),
+query and the canonical JSON body (keys sorted, volatile fields left out). Headers never take part:
+they vary by machine and SDK version. The index maps a fingerprint to the recorded positions in
+order, so a lookup costs the same at 5,000 interactions as at 10, and identical requests are served
+in recorded order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+from deepdiff import DeepDiff
+
+
+def normalize_query(query: str | None) -> str:
+    if not query:
+        return ""
+    return urlencode(sorted(parse_qsl(query, keep_blank_values=True)))
+
+
+def _drop_path(body: Any, dotted: str) -> Any:
+    """A copy of `body` without the field at `dotted` (e.g. "metadata.user_id"); `*` matches any key or item."""
+    head, _, rest = dotted.partition(".")
+    if isinstance(body, dict):
+        keys = list(body) if head == "*" else [head]
+        out = dict(body)
+        for key in keys:
+            if key in out:
+                if rest:
+                    out[key] = _drop_path(out[key], rest)
+                else:
+                    del out[key]
+        return out
+    if isinstance(body, list) and (head == "*" or head.isdigit()):
+        indexes = range(len(body)) if head == "*" else [int(head)]
+        out_list = list(body)
+        for i in indexes:
+            if i < len(out_list):
+                out_list[i] = _drop_path(out_list[i], rest) if rest else None
+        return out_list
+    return body
+
+
+def canonical_body(body: Any, ignore: Sequence[str] = ()) -> str:
+    for dotted in ignore:
+        body = _drop_path(body, dotted)
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def request_fingerprint(method: str, path: str, query: str | None, body: Any, ignore: Sequence[str] = ()) -> bytes:
+    text = f"{method.upper()} {path} {normalize_query(query)}\n{canonical_body(body, ignore)}"
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+def stored_request_body(request: Mapping[str, Any]) -> Any:
+    if "body" in request:
+        return request["body"]
+    if "body_text" in request:
+        return request["body_text"]
+    if "body_base64" in request:
+        return {"$base64": request["body_base64"]}
+    return None
+
+
+def fingerprint_of_stored(request: Mapping[str, Any], ignore: Sequence[str] = ()) -> bytes:
+    return request_fingerprint(
+        request["method"], request["path"], request.get("query"), stored_request_body(request), ignore
+    )
+
+
+@dataclass
+class RequestIndex:
+    """Fingerprint -> positions not yet played, in recorded order."""
+
+    queues: dict[bytes, deque[int]]
+
+    @classmethod
+    def build(cls, requests: Iterable[Mapping[str, Any]], ignore: Sequence[str] = ()) -> RequestIndex:
+        queues: dict[bytes, deque[int]] = {}
+        for position, request in enumerate(requests):
+            queues.setdefault(fingerprint_of_stored(request, ignore), deque()).append(position)
+        return cls(queues)
+
+    def peek(self, fingerprint: bytes) -> int | None:
+        queue = self.queues.get(fingerprint)
+        return queue[0] if queue else None
+
+    def take(self, fingerprint: bytes) -> int | None:
+        queue = self.queues.get(fingerprint)
+        return queue.popleft() if queue else None
+
+
+# ---------------------------------------------------------------------------------------------------
+# The nearest recorded request, and a diff a person can read
+
+
+def _similarity(actual: Any, recorded: Any) -> tuple[int, int]:
+    if not (isinstance(actual, dict) and isinstance(recorded, dict)):
+        return (int(actual == recorded), 0)
+    same_fields = sum(1 for key, value in actual.items() if recorded.get(key) == value)
+    same_fields -= sum(1 for key in recorded if key not in actual)
+    prefix = 0
+    for mine, theirs in zip(actual.get("messages") or [], recorded.get("messages") or [], strict=False):
+        if mine != theirs:
+            break
+        prefix += 1
+    return (same_fields, prefix)
+
+
+def nearest_recorded(
+    method: str,
+    path: str,
+    body: Any,
+    recorded: Sequence[Mapping[str, Any]],
+    expected_position: int | None = None,
+) -> int | None:
+    """Position of the recorded request closest to this one (same method and path first)."""
+    best: tuple[Any, ...] | None = None
+    best_position = None
+    for position, request in enumerate(recorded):
+        same_route = (request.get("method"), request.get("path")) == (method.upper(), path)
+        distance = abs(position - expected_position) if expected_position is not None else 0
+        score = (same_route, *_similarity(body, stored_request_body(request)), -distance)
+        if best is None or score > best:
+            best, best_position = score, position
+    return best_position
+
+
+_ROOT_PART = re.compile(r"\[('(?:[^'\\]|\\.)*'|\d+)\]")
+
+
+def readable_path(deepdiff_path: str) -> str:
+    """root['messages'][3]['content'] -> messages[3].content"""
+    out = ""
+    for part in _ROOT_PART.findall(deepdiff_path):
+        if part.startswith("'"):
+            out += ("." if out else "") + part[1:-1]
+        else:
+            out += f"[{part}]"
+    return out or "body"
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def _string_change(old: str, new: str, limit: int = 70) -> str:
+    """Show the two strings from just before the first character where they part."""
+    start = 0
+    for a, b in zip(old, new, strict=False):
+        if a != b:
+            break
+        start += 1
+    lead = max(0, start - 20)
+    prefix = "…" if lead else ""
+    before = _short(prefix + old[lead : lead + limit], limit + 2)
+    after = _short(prefix + new[lead : lead + limit], limit + 2)
+    return f"from {before} to {after}"
+
+
+def diff_summary(recorded: Any, actual: Any, limit: int = 12) -> list[str]:
+    """Lines such as "system changed from '…' to '…'" or "tools[0].input_schema.required added"."""
+    diff = DeepDiff(recorded, actual, verbose_level=2, view="tree")
+    lines: list[str] = []
+    for kind, items in diff.items():
+        for item in items:
+            path = readable_path(item.path())
+            if kind in ("values_changed", "type_changes"):
+                old, new = item.t1, item.t2
+                if isinstance(old, str) and isinstance(new, str):
+                    lines.append(f"{path} changed {_string_change(old, new)}")
+                else:
+                    lines.append(f"{path} changed from {_short(old)} to {_short(new)}")
+            elif kind in ("dictionary_item_added", "iterable_item_added"):
+                lines.append(f"{path} added: {_short(item.t2)}")
+            elif kind in ("dictionary_item_removed", "iterable_item_removed"):
+                lines.append(f"{path} removed (was {_short(item.t1)})")
+            else:
+                lines.append(f"{path}: {kind.replace('_', ' ')}")
+    lines.sort(key=_path_order)
+    if len(lines) > limit:
+        lines = [*lines[:limit], f"… and {len(lines) - limit} more differences"]
+    return lines
+
+
+def _path_order(line: str) -> tuple[int, ...]:
+    # The earliest place in the conversation first: system and tools before messages[n].
+    numbers = [int(n) for n in re.findall(r"\[(\d+)\]", line.split(" ", 1)[0])]
+    return (0 if not line.startswith("messages") else 1, *numbers)

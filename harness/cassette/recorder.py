@@ -1,0 +1,389 @@
+"""`use_cassette`: record every Messages API exchange of any SDK client to a cassette, or replay it.
+
+vcrpy does the capture: its httpx2 patch sees every request the anthropic SDK 2.x sends, sync or
+async, streamed or not. The cassette object it talks to is ours, so that
+
+- a lookup is one fingerprint in an index (vcrpy scans every interaction, twice, per request);
+- a miss raises `CassetteMismatch`, an `anthropic.AnthropicError`, which the SDK neither wraps into
+  "Connection error." nor retries, carrying a diff against the nearest recorded request;
+- what is written is our format: allow-listed headers, parsed bodies, SSE as events, secrets out;
+- recorded retries replay with zero backoff (the SDK would otherwise really sleep 0.5-2 s each).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import contextvars
+import functools
+import inspect
+import json
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+from unittest import mock
+from urllib.parse import urlsplit
+
+import anthropic
+import httpx2
+from anthropic._base_client import BaseClient
+from vcr.patch import PATCHER_NAMES, CassettePatcherBuilder
+
+from harness.cassette.format import CassetteFile, load_cassette, save_cassette
+from harness.cassette.match import (
+    RequestIndex,
+    diff_summary,
+    fingerprint_of_stored,
+    nearest_recorded,
+    request_fingerprint,
+    stored_request_body,
+)
+from harness.cassette.redact import (
+    Scrubber,
+    credentials_in,
+    header_items,
+    keep_request_headers,
+    keep_response_headers,
+    redact_interaction,
+)
+from harness.cassette.wire import body_bytes, store_body, stored_content_type
+from harness.errors import CassetteError
+from harness.fingerprint import run_fingerprints
+
+Mode = Literal["none", "once", "new_episodes", "all", "rewrite"]
+MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all", "rewrite")
+REPLAYED_HEADER = "x-harness-replayed"
+
+# Set while a replayed connection failure is being raised, so the SDK's retry waits zero seconds.
+_replaying_failure: contextvars.ContextVar[bool] = contextvars.ContextVar("replaying_failure", default=False)
+
+
+class CassetteMismatch(anthropic.AnthropicError):
+    """A request that the cassette has no recording for, in a mode that may not record it."""
+
+    def __init__(
+        self,
+        *,
+        cassette_path: Path,
+        position: int,
+        method: str,
+        path: str,
+        reason: str,
+        nearest_position: int | None = None,
+        differences: Sequence[str] = (),
+    ) -> None:
+        self.cassette_path = cassette_path
+        self.position = position
+        self.method = method
+        self.path = path
+        self.reason = reason
+        self.nearest_position = nearest_position
+        self.differences = list(differences)
+        lines = [f"{cassette_path}: request #{position + 1} ({method} {path}) {reason}"]
+        if nearest_position is not None and self.differences:
+            lines.append(f"Nearest recorded request is #{nearest_position + 1}; what changed (recorded -> now):")
+            lines.extend(f"  - {line}" for line in self.differences)
+        lines.append(
+            "If the change is intended, re-record: mode='rewrite' (or --record-mode=rewrite), "
+            "or 'new_episodes' to keep what still matches."
+        )
+        super().__init__("\n".join(lines))
+
+
+def _zero_backoff(original: Callable[..., float]) -> Callable[..., float]:
+    @functools.wraps(original)
+    def calculate(self: Any, remaining_retries: int, options: Any, response_headers: Any = None) -> float:
+        if response_headers is not None and REPLAYED_HEADER in response_headers:
+            return 0.0
+        if _replaying_failure.get():
+            _replaying_failure.set(False)
+            return 0.0
+        return original(self, remaining_retries, options, response_headers)
+
+    return calculate
+
+
+class Cassette:
+    """One cassette in use. vcrpy's httpx2 stub calls the four methods below on every request."""
+
+    skip_patchers = tuple(name for name in PATCHER_NAMES if name != "httpx2")
+    custom_patches = ()
+
+    def __init__(
+        self,
+        path: str | Path,
+        mode: Mode = "none",
+        *,
+        ignore_fields: Sequence[str] = (),
+        scrubbers: Sequence[Scrubber] = (),
+        allow_repeats: bool = False,
+        save_on_error: bool = False,
+        note: str | None = None,
+    ) -> None:
+        if mode not in MODES:
+            raise CassetteError(f"unknown record mode {mode!r}; use one of {', '.join(MODES)}", file=path)
+        self.path = Path(path)
+        self._path = str(self.path)  # vcrpy names its patched classes after this
+        self.mode = mode
+        self.ignore_fields = tuple(ignore_fields)
+        self.scrubbers = tuple(scrubbers)
+        self.allow_repeats = allow_repeats
+        self.save_on_error = save_on_error
+        self.note = note
+        self.existed = self.path.exists()
+        if self.existed and mode != "rewrite":
+            self.recorded = load_cassette(self.path)
+        elif mode == "none":
+            raise CassetteError(
+                "no cassette here, and mode 'none' only replays; record it first "
+                "(mode='once', or pytest --record-mode=once)",
+                file=self.path,
+            )
+        else:
+            self.recorded = CassetteFile(meta={}, interactions=[], path=self.path)
+        self.index = RequestIndex.build((i["request"] for i in self.recorded.interactions), self.ignore_fields)
+        self.play_counts = [0] * len(self.recorded.interactions)
+        self.new_interactions: list[dict[str, Any]] = []
+        self.requests_seen = 0
+        self._secrets: set[str] = set()
+        self._prepared: dict[int, dict[str, Any]] = {}
+        self._provenance: dict[str, Any] = {}
+
+    # -- what the modes mean --------------------------------------------------------------------------
+    @property
+    def replays(self) -> bool:
+        return self.mode in ("none", "once", "new_episodes")
+
+    @property
+    def write_protected(self) -> bool:
+        return self.mode == "none" or (self.mode == "once" and self.existed)
+
+    @property
+    def unplayed(self) -> list[int]:
+        """Positions of recorded interactions that this run never asked for."""
+        return [position for position, count in enumerate(self.play_counts) if count == 0]
+
+    # -- vcrpy's side of the contract ------------------------------------------------------------------
+    def filter_request(self, request: Any) -> Any:
+        return request
+
+    def can_play_response_for(self, request: Any) -> bool:
+        parsed = urlsplit(request.uri)
+        body = _json_or_raw(request.body)
+        fingerprint = request_fingerprint(request.method, parsed.path, parsed.query, body, self.ignore_fields)
+        request._harness = (fingerprint, parsed, body, self.requests_seen)
+        self.requests_seen += 1
+        if self.replays:
+            position = self.index.peek(fingerprint)
+            if position is None and self.allow_repeats:
+                position = self._any_played(fingerprint)
+            if position is not None:
+                return True
+        if self.write_protected:
+            raise self._mismatch(request)
+        return False
+
+    def play_response(self, request: Any) -> dict[str, Any]:
+        fingerprint, _parsed, _body, _position = request._harness
+        position = self.index.take(fingerprint)
+        if position is None:  # allow_repeats: serve the last recording of it again
+            position = self._any_played(fingerprint)
+            assert position is not None
+        self.play_counts[position] += 1
+        interaction = self.recorded.interactions[position]
+        if "error" in interaction:
+            _replaying_failure.set(True)
+            raise _connection_error(interaction["error"], request)
+        prepared = self._prepared.get(position)
+        if prepared is None:
+            prepared = self._prepared[position] = _vcr_response(interaction["response"])
+        return prepared
+
+    def append(self, request: Any, response: dict[str, Any]) -> None:
+        self._secrets.update(credentials_in(header_items(request.headers)))
+        parsed = urlsplit(request.uri)
+        stored_request: dict[str, Any] = {"method": request.method.upper(), "host": parsed.hostname or "",
+                                          "path": parsed.path or "/"}
+        if parsed.query:
+            stored_request["query"] = parsed.query
+        stored_request["headers"] = keep_request_headers(header_items(request.headers))
+        store_body(stored_request, request.body)
+        response_headers = header_items(response.get("headers") or {})
+        stored_response: dict[str, Any] = {"status": int(response["status"]["code"])}
+        stored_response["headers"] = keep_response_headers(response_headers)
+        content_type = dict((k.lower(), v) for k, v in response_headers).get("content-type")
+        store_body(stored_response, (response.get("body") or {}).get("string"), content_type=content_type,
+                   allow_sse=True)
+        if not self.new_interactions:
+            self._note_provenance(request, stored_request, response_headers)
+        self.new_interactions.append({"request": stored_request, "response": stored_response})
+
+    # -- saving -------------------------------------------------------------------------------------------
+    def interactions_to_save(self) -> list[dict[str, Any]]:
+        if self.mode == "rewrite" or not self.existed:
+            kept: list[dict[str, Any]] = []
+        elif self.mode == "all":
+            renewed = {fingerprint_of_stored(i["request"], self.ignore_fields) for i in self.new_interactions}
+            kept = [i for i in self.recorded.interactions
+                    if fingerprint_of_stored(i["request"], self.ignore_fields) not in renewed]
+        else:
+            kept = list(self.recorded.interactions)
+        fresh = []
+        for offset, interaction in enumerate(self.new_interactions):
+            redacted = redact_interaction(interaction, position=len(kept) + offset, known_secrets=self._secrets,
+                                          scrubbers=self.scrubbers)
+            if redacted is not None:
+                fresh.append(redacted)
+        return kept + fresh
+
+    def save(self) -> Path | None:
+        if self.write_protected or not self.new_interactions:
+            return None
+        meta = dict(self.recorded.meta) if self.mode in ("new_episodes", "all") and self.existed else {}
+        meta.update(self._provenance)
+        if self.note:
+            meta["note"] = self.note
+        cassette = CassetteFile(meta=meta, interactions=self.interactions_to_save(), path=self.path)
+        return save_cassette(cassette)
+
+    # -- helpers ------------------------------------------------------------------------------------------
+    def _any_played(self, fingerprint: bytes) -> int | None:
+        for position, interaction in enumerate(self.recorded.interactions):
+            if fingerprint_of_stored(interaction["request"], self.ignore_fields) == fingerprint:
+                return position
+        return None
+
+    def _mismatch(self, request: Any) -> CassetteMismatch:
+        fingerprint, parsed, body, position = request._harness
+        recorded_requests = [i["request"] for i in self.recorded.interactions]
+        already = [p for p, i in enumerate(self.recorded.interactions)
+                   if fingerprint_of_stored(i["request"], self.ignore_fields) == fingerprint]
+        if already:
+            reason = (f"was recorded {len(already)} time(s) and every recording was already played "
+                      "(pass allow_repeats=True to serve it again)")
+            return CassetteMismatch(cassette_path=self.path, position=position, method=request.method,
+                                    path=parsed.path, reason=reason)
+        nearest = nearest_recorded(request.method, parsed.path, body, recorded_requests, position)
+        differences: list[str] = []
+        if nearest is not None:
+            recorded = recorded_requests[nearest]
+            if (recorded["method"], recorded["path"]) != (request.method.upper(), parsed.path):
+                differences.append(f"route changed from {recorded['method']} {recorded['path']} "
+                                   f"to {request.method.upper()} {parsed.path}")
+            differences.extend(diff_summary(stored_request_body(recorded), body))
+        reason = f"has no recording in this cassette (mode {self.mode!r} may not record)"
+        return CassetteMismatch(cassette_path=self.path, position=position, method=request.method,
+                                path=parsed.path, reason=reason, nearest_position=nearest, differences=differences)
+
+    def _note_provenance(self, request: Any, stored_request: dict[str, Any],
+                         response_headers: list[tuple[str, str]]) -> None:
+        names = {name.lower() for name, _ in response_headers}
+        sdk = dict((k.lower(), v) for k, v in header_items(request.headers)).get("x-stainless-package-version")
+        self._provenance = {
+            "format_version": 1,
+            "source": "simulator" if "x-harness-simulator" in names else "live",
+            "recorded_at": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+            "endpoint": stored_request.get("host") or None,
+            "sdk_version": f"anthropic-python {sdk or anthropic.__version__}",
+            "fingerprints": run_fingerprints(stored_request.get("body")),
+        }
+
+    # -- installing -----------------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[Cassette]:
+        with contextlib.ExitStack() as stack:
+            for patcher in CassettePatcherBuilder(self).build():
+                stack.enter_context(patcher)
+            if self.replays:
+                stack.enter_context(mock.patch.object(
+                    BaseClient, "_calculate_retry_timeout", _zero_backoff(BaseClient._calculate_retry_timeout)
+                ))
+            yield self
+
+
+def _json_or_raw(body: bytes | None) -> Any:
+    if not body:
+        return None
+    try:
+        return json.loads(body)
+    except ValueError:
+        try:
+            return body.decode("utf-8")
+        except UnicodeDecodeError:
+            return {"$base64": base64.b64encode(body).decode("ascii")}
+
+
+def _vcr_response(stored: dict[str, Any]) -> dict[str, Any]:
+    """What vcrpy's stub turns into an httpx2.Response: status, headers as lists, body bytes."""
+    headers = {name: [value] for name, value in (stored.get("headers") or {}).items()
+               if name not in ("content-length", "content-encoding", "transfer-encoding")}
+    content_type = stored_content_type(stored)
+    if content_type and "content-type" not in headers:
+        headers["content-type"] = [content_type]
+    headers[REPLAYED_HEADER] = ["1"]
+    return {
+        "status": {"code": stored["status"], "message": stored.get("reason", "")},
+        "headers": headers,
+        "body": {"string": body_bytes(stored)},
+    }
+
+
+def _connection_error(error: dict[str, Any], request: Any) -> Exception:
+    message = error.get("message") or f"replayed {error['kind']}"
+    http_request = httpx2.Request(request.method, request.uri)
+    if error["kind"] == "timeout":
+        return httpx2.ReadTimeout(message, request=http_request)
+    if error["kind"] == "connect":
+        return httpx2.ConnectError(message, request=http_request)
+    return httpx2.RemoteProtocolError(message, request=http_request)
+
+
+class use_cassette:  # a class, so one object is both the context manager and the decorator
+    """Record to or replay from a cassette: `with use_cassette(path, mode=...)` or `@use_cassette(path)`.
+
+    Modes: none (replay only; a request with no recording fails with a diff), once (record when the
+    file does not exist, else like none), new_episodes (replay what matches, record the rest), all
+    (send every request, replacing the recordings it renews), rewrite (record afresh; the old file
+    is replaced only when the run ends well).
+    """
+
+    def __init__(self, path: str | Path, mode: Mode = "none", **options: Any) -> None:
+        self.path = Path(path)
+        self.mode = mode
+        self.options = options
+        self._stack: contextlib.ExitStack | None = None
+        self.cassette: Cassette | None = None
+
+    def __enter__(self) -> Cassette:
+        cassette = Cassette(self.path, self.mode, **self.options)
+        stack = contextlib.ExitStack()
+        stack.enter_context(cassette.installed())
+        self._stack, self.cassette = stack, cassette
+        return cassette
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        assert self._stack is not None and self.cassette is not None
+        self._stack.close()
+        cassette, self._stack, self.cassette = self.cassette, None, None
+        if exc_type is None or cassette.save_on_error:
+            cassette.save()
+
+    def __call__(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        if inspect.iscoroutinefunction(function):
+            @functools.wraps(function)
+            async def run_async(*args: Any, **kwargs: Any) -> Any:
+                with use_cassette(self.path, self.mode, **self.options):
+                    return await function(*args, **kwargs)
+
+            return run_async
+
+        @functools.wraps(function)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            with use_cassette(self.path, self.mode, **self.options):
+                return function(*args, **kwargs)
+
+        return run
+
+
+__all__ = ["MODES", "Cassette", "CassetteMismatch", "Mode", "use_cassette"]

@@ -1,0 +1,90 @@
+"""Between bytes on the wire and what a cassette stores: parsed JSON, SSE events, text or base64.
+
+Used by the recorder (bytes -> stored), the replayer (stored -> bytes) and the importer, so that a
+body is stored the same way whoever captured it.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import io
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from harness.cassette.sse import SSE_CONTENT_TYPE, fold_stream, looks_like_sse, parse_sse, render_sse
+
+GZIP_MAGIC = b"\x1f\x8b"
+MAX_DECOMPRESSED_BYTES = 32 * 1024 * 1024  # a gzip body that inflates past this is refused, not read
+
+
+class BodyTooLarge(ValueError):
+    pass
+
+
+def gunzip_bounded(raw: bytes, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
+    """Decompress without trusting the stream: stop at `limit` bytes (a gzip bomb stays a small read)."""
+    with gzip.GzipFile(fileobj=io.BytesIO(raw)) as handle:
+        out = handle.read(limit + 1)
+    if len(out) > limit:
+        raise BodyTooLarge(f"gzip body inflates past {limit:,} bytes")
+    return out
+
+
+def store_body(target: dict[str, Any], raw: bytes | str | None, *, content_type: str | None = None,
+               allow_sse: bool = False) -> None:
+    """Put `raw` into `target` as `events`, `body` (JSON), `body_text` or `body_base64`."""
+    if raw is None:
+        return
+    if isinstance(raw, str):
+        text: str | None = raw
+    else:
+        if raw[:2] == GZIP_MAGIC:
+            raw = gunzip_bounded(raw)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is None:
+            target["body_base64"] = base64.b64encode(raw).decode("ascii")
+            return
+    if text == "":
+        return
+    is_sse = (content_type or "").startswith(SSE_CONTENT_TYPE) or looks_like_sse(text)
+    if allow_sse and is_sse:
+        target["events"] = parse_sse(text)
+        return
+    try:
+        target["body"] = json.loads(text)
+    except ValueError:
+        target["body_text"] = text
+
+
+def body_bytes(stored: Mapping[str, Any]) -> bytes:
+    """The bytes to put on the wire for a stored request or response."""
+    if "events" in stored:
+        return render_sse(stored["events"])
+    if "body" in stored:
+        return json.dumps(stored["body"], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    if "body_text" in stored:
+        return stored["body_text"].encode("utf-8")
+    if "body_base64" in stored:
+        return base64.b64decode(stored["body_base64"])
+    return b""
+
+
+def stored_content_type(stored: Mapping[str, Any]) -> str | None:
+    if "events" in stored:
+        return SSE_CONTENT_TYPE
+    if "body" in stored:
+        return "application/json"
+    return None
+
+
+def response_message(response: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The Message (or error body) a response carries, whether it was JSON or a stream."""
+    if "events" in response:
+        return fold_stream(response["events"])
+    body = response.get("body")
+    return body if isinstance(body, dict) else None
