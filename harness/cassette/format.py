@@ -99,8 +99,9 @@ def parse_yaml(text: str, *, file: str | Path | None = None) -> Any:
         raise CassetteError("nesting too deep to be a cassette", file=file) from None
 
 
-def read_text_bounded(path: Path, limit: int = MAX_CASSETTE_BYTES) -> str:
+def read_text_bounded(path: Path, limit: int | None = None) -> str:
     """Read a file refusing anything over `limit` bytes or not UTF-8, before it reaches a parser."""
+    limit = MAX_CASSETTE_BYTES if limit is None else limit
     try:
         size = path.stat().st_size
     except FileNotFoundError:

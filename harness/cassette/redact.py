@@ -35,14 +35,13 @@ SECRET_PATTERNS: tuple[SecretPattern, ...] = (
     SecretPattern("anthropic api key", re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")),
     SecretPattern("bearer token", re.compile(r"(?i)\bbearer\s+(?!\[REDACTED\])[A-Za-z0-9._~+/=\-]{12,}"),
                   "Bearer [REDACTED]"),
-    # Real 429 messages name the organization: "... rate limit for your organization (uuid) ...".
+    # An organization id next to its name: a 429 message ("... for your organization (uuid) ..."), an
+    # `anthropic-organization-id` header in any container (YAML list, HAR name/value pair).
     SecretPattern(
         "organization id",
-        re.compile(rf"(?i)(org(?:anization)?[^0-9a-fA-F]{{0,40}}?){_UUID}"),
+        re.compile(rf"(?i)(org(?:anization)?[\s\S]{{0,60}}?)(?<![0-9a-fA-F]){_UUID}"),
         r"\1[REDACTED-ORG]",
     ),
-    SecretPattern("organization header", re.compile(rf"(?i)anthropic-organization-id[\"']?\s*[:=]\s*[\"']?{_UUID}"),
-                  "anthropic-organization-id: [REDACTED-ORG]"),
     SecretPattern("cookie", re.compile(r"(?i)\b(__cf_bm|_cfuvid|cf_clearance|sessionKey)=(?!\[REDACTED)[^;\s\"']{8,}"),
                   r"\1=[REDACTED]"),
 )
