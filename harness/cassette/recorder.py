@@ -16,8 +16,10 @@ import base64
 import contextlib
 import contextvars
 import functools
+import hashlib
 import inspect
 import json
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +28,7 @@ from unittest import mock
 from urllib.parse import urlsplit
 
 import anthropic
+import filelock
 import httpx2
 from anthropic._base_client import BaseClient
 from vcr.patch import PATCHER_NAMES, CassettePatcherBuilder
@@ -314,6 +317,14 @@ def _json_or_raw(body: bytes | None) -> Any:
             return {"$base64": base64.b64encode(body).decode("ascii")}
 
 
+def _lock_path(path: Path) -> str:
+    # Lock files live in the temp folder, not beside the cassette, so they never show up in a diff.
+    folder = Path(tempfile.gettempdir()) / "loop-harness-locks"
+    folder.mkdir(exist_ok=True)
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
+    return str(folder / f"{digest}.lock")
+
+
 def _vcr_response(stored: dict[str, Any]) -> dict[str, Any]:
     """What vcrpy's stub turns into an httpx2.Response: status, headers as lists, body bytes."""
     headers = {name: [value] for name, value in (stored.get("headers") or {}).items()
@@ -353,21 +364,37 @@ class use_cassette:  # a class, so one object is both the context manager and th
         self.mode = mode
         self.options = options
         self._stack: contextlib.ExitStack | None = None
+        self._lock: filelock.FileLock | None = None
         self.cassette: Cassette | None = None
 
     def __enter__(self) -> Cassette:
-        cassette = Cassette(self.path, self.mode, **self.options)
-        stack = contextlib.ExitStack()
-        stack.enter_context(cassette.installed())
-        self._stack, self.cassette = stack, cassette
+        lock = filelock.FileLock(_lock_path(self.path)) if self.mode != "none" else None
+        if lock is not None:
+            # Two processes (xdist workers, two terminals) recording one cassette take turns, whole runs at
+            # a time, so their interactions never interleave.
+            lock.acquire()
+        try:
+            cassette = Cassette(self.path, self.mode, **self.options)
+            patches = contextlib.ExitStack()
+            patches.enter_context(cassette.installed())
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+        self._lock, self._stack, self.cassette = lock, patches, cassette
         return cassette
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         assert self._stack is not None and self.cassette is not None
-        self._stack.close()
-        cassette, self._stack, self.cassette = self.cassette, None, None
-        if exc_type is None or cassette.save_on_error:
-            cassette.save()
+        patches, cassette, lock = self._stack, self.cassette, self._lock
+        self._stack, self.cassette, self._lock = None, None, None
+        try:
+            patches.close()
+            if exc_type is None or cassette.save_on_error:
+                cassette.save()
+        finally:
+            if lock is not None:
+                lock.release()
 
     def __call__(self, function: Callable[..., Any]) -> Callable[..., Any]:
         if inspect.iscoroutinefunction(function):

@@ -1,0 +1,220 @@
+"""The pytest plugin, exercised as a user would: inner test files run by pytester."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.cassette.format import load_cassette
+
+pytest_plugins = ["pytester"]
+
+FAKE = (Path(__file__).parent / "fake_messages_api.py").read_text()
+
+ASK = '''
+import pytest
+from fake_messages_api import FakeMessagesAPI
+
+def ask(client, text):
+    return client.messages.create(model="claude-sonnet-5", max_tokens=32,
+                                  messages=[{"role": "user", "content": text}]).content[0].text
+'''
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(fake_messages_api=FAKE)
+    return pytester
+
+
+def record(project: pytest.Pytester, *texts: str, name: str = "test_rec") -> Path:
+    """Record one cassette with the given requests through an inner test in --record-mode=once."""
+    body = "\n".join(f"    ask(FakeMessagesAPI().client(), {text!r})" for text in texts)
+    project.makepyfile(**{name: ASK + f"\n@pytest.mark.cassette\ndef test_it():\n{body}\n"})
+    project.runpytest("--record-mode=once", f"{name}.py").assert_outcomes(passed=1)
+    (project.path / f"{name}.py").unlink()
+    return project.path / "cassettes" / name / "test_it.yaml"
+
+
+def test_default_path_and_record_then_replay(project: pytest.Pytester) -> None:
+    path = record(project, "hello")
+    assert path.exists(), "default path is cassettes/<module>/<test>.yaml under the rootdir"
+    assert load_cassette(path).interactions[0]["request"]["body"]["messages"][0]["content"] == "hello"
+    project.makepyfile(test_replay=ASK + '''
+@pytest.mark.cassette(path="cassettes/test_rec/test_it.yaml")
+def test_replays(anthropic_client, cassette):
+    assert ask(anthropic_client, "hello") == "echo: hello"
+    assert cassette.mode == "none"
+''')
+    project.runpytest("test_replay.py").assert_outcomes(passed=1)
+
+
+def test_parametrized_names_are_file_safe(project: pytest.Pytester) -> None:
+    project.makepyfile(test_param=ASK + '''
+@pytest.mark.parametrize("word", ["a b", "c/d"])
+@pytest.mark.cassette
+def test_p(word):
+    ask(FakeMessagesAPI().client(), word)
+''')
+    project.runpytest("--record-mode=once").assert_outcomes(passed=2)
+    names = sorted(p.name for p in (project.path / "cassettes" / "test_param").iterdir())
+    assert names == ["test_p-a-b.yaml", "test_p-c-d.yaml"]
+
+
+def test_a_miss_fails_with_the_diff_not_connection_error(project: pytest.Pytester) -> None:
+    record(project, "hello")
+    project.makepyfile(test_miss=ASK + '''
+@pytest.mark.cassette(path="cassettes/test_rec/test_it.yaml")
+def test_miss(anthropic_client):
+    ask(anthropic_client, "hello, changed")
+''')
+    result = project.runpytest("test_miss.py")
+    result.assert_outcomes(failed=1)
+    output = result.stdout.str()
+    assert "request #1 (POST /v1/messages) has no recording" in output
+    assert "messages[0].content changed from 'hello' to 'hello, changed'" in output
+    assert "Connection error" not in output
+
+
+def test_a_missing_cassette_in_mode_none_says_so(project: pytest.Pytester) -> None:
+    project.makepyfile(test_absent=ASK + '''
+@pytest.mark.cassette
+def test_absent(anthropic_client):
+    ask(anthropic_client, "x")
+''')
+    result = project.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*no cassette here, and mode 'none' only replays*"])
+
+
+def test_unplayed_interactions_fail_the_test_unless_allowed(project: pytest.Pytester) -> None:
+    record(project, "one", "two")
+    project.makepyfile(test_stale=ASK + '''
+@pytest.mark.cassette(path="cassettes/test_rec/test_it.yaml")
+def test_stale(anthropic_client):
+    ask(anthropic_client, "one")
+
+@pytest.mark.cassette(path="cassettes/test_rec/test_it.yaml", allow_unused=True)
+def test_allowed(anthropic_client):
+    ask(anthropic_client, "one")
+''')
+    result = project.runpytest()
+    result.assert_outcomes(passed=1, failed=1)
+    assert "1 recorded interaction(s) were never played (#2)" in result.stdout.str()
+
+
+def test_network_is_blocked_in_mode_none_except_loopback(project: pytest.Pytester) -> None:
+    record(project, "hello")
+    project.makepyfile(test_block=ASK + '''
+import socket
+
+@pytest.mark.cassette(path="cassettes/test_rec/test_it.yaml", allow_unused=True)
+def test_outside_is_blocked():
+    with pytest.raises(OSError, match="blocked a connection to 192.0.2.1:80"):
+        socket.create_connection(("192.0.2.1", 80), timeout=1)
+
+@pytest.mark.cassette(path="cassettes/test_rec/test_it.yaml", allow_unused=True)
+def test_loopback_is_allowed():
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    with socket.create_connection(server.getsockname(), timeout=1):
+        pass
+    server.close()
+
+def test_without_a_cassette_nothing_is_patched():
+    assert "guarded" not in socket.socket.connect.__name__
+''')
+    project.runpytest().assert_outcomes(passed=3)
+
+
+def test_ini_record_mode_and_flag_precedence(project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\nrecord_mode = once\n")
+    project.makepyfile(test_ini=ASK + '''
+@pytest.mark.cassette
+def test_it(cassette):
+    assert cassette.mode == "once"
+    ask(FakeMessagesAPI().client(), "ini")
+''')
+    project.runpytest().assert_outcomes(passed=1)
+    assert (project.path / "cassettes" / "test_ini" / "test_it.yaml").exists()
+    result = project.runpytest("--record-mode=none")
+    result.assert_outcomes(failed=1)  # the flag wins: mode none, and the test asserts once
+
+
+def test_every_flag_value_is_accepted_and_bad_ini_is_a_usage_error(project: pytest.Pytester) -> None:
+    project.makepyfile(test_mode=ASK + '''
+import sys
+@pytest.mark.cassette(path="cassettes/mode.yaml", allow_unused=True)
+def test_mode(cassette, request):
+    assert cassette.mode == request.config.getoption("--record-mode")
+''')
+    record(project, "seed")
+    (project.path / "cassettes" / "test_rec" / "test_it.yaml").rename(project.path / "cassettes" / "mode.yaml")
+    for mode in ("none", "once", "new_episodes", "all", "rewrite"):
+        project.runpytest(f"--record-mode={mode}").assert_outcomes(passed=1)
+    project.makeini("[pytest]\nrecord_mode = sometimes\n")
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_harness_config_fixture_sets_module_options(project: pytest.Pytester) -> None:
+    project.makepyfile(test_cfg=ASK + '''
+@pytest.fixture(scope="module")
+def harness_config():
+    return {"ignore_fields": ["metadata.user_id"]}
+
+def call(client, user):
+    return client.messages.create(model="claude-sonnet-5", max_tokens=8, metadata={"user_id": user},
+                                  messages=[{"role": "user", "content": "x"}]).content[0].text
+
+@pytest.mark.cassette(path="cassettes/cfg.yaml")
+def test_cfg(request):
+    client = FakeMessagesAPI().client()
+    user = "run-1" if request.config.getoption("--record-mode") == "once" else "run-2"
+    assert call(client, user) == "echo: x"
+''')
+    project.runpytest("--record-mode=once").assert_outcomes(passed=1)
+    project.runpytest().assert_outcomes(passed=1)
+
+
+def test_async_client_fixture(project: pytest.Pytester) -> None:
+    record(project, "async hello")
+    project.makepyfile(test_async=ASK + '''
+import asyncio
+
+@pytest.mark.cassette(path="cassettes/test_rec/test_it.yaml")
+def test_async(async_anthropic_client):
+    async def go():
+        message = await async_anthropic_client.messages.create(
+            model="claude-sonnet-5", max_tokens=32, messages=[{"role": "user", "content": "async hello"}])
+        return message.content[0].text
+    assert asyncio.run(go()) == "echo: async hello"
+''')
+    project.runpytest().assert_outcomes(passed=1)
+
+
+def test_a_failed_test_does_not_save_its_recording(project: pytest.Pytester) -> None:
+    project.makepyfile(test_fail=ASK + '''
+@pytest.mark.cassette
+def test_fail():
+    ask(FakeMessagesAPI().client(), "partial")
+    assert False, "the agent broke"
+''')
+    project.runpytest("--record-mode=once").assert_outcomes(failed=1)
+    assert not (project.path / "cassettes" / "test_fail" / "test_fail.yaml").exists()
+
+
+def test_two_xdist_workers_recording_one_cassette_do_not_interleave(project: pytest.Pytester) -> None:
+    project.makepyfile(test_shared=ASK + '''
+@pytest.mark.parametrize("n", range(6))
+@pytest.mark.cassette(path="cassettes/shared.yaml")
+def test_shared(n):
+    ask(FakeMessagesAPI().client(), f"worker request {n}")
+''')
+    result = project.runpytest_subprocess("-n", "2", "--record-mode=new_episodes", "-p", "xdist")
+    result.assert_outcomes(passed=6)
+    texts = sorted(i["request"]["body"]["messages"][0]["content"]
+                   for i in load_cassette(project.path / "cassettes" / "shared.yaml").interactions)
+    assert texts == [f"worker request {n}" for n in range(6)]
