@@ -21,6 +21,7 @@ import inspect
 import json
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -107,8 +108,25 @@ def _zero_backoff(original: Callable[..., float]) -> Callable[..., float]:
     return calculate
 
 
+@dataclass
+class Lookup:
+    """One request of the run, as matching sees it, and the recording found for it (if any)."""
+
+    fingerprint: bytes
+    method: str
+    path: str
+    query: str
+    body: Any
+    position_in_run: int
+    position: int | None = None
+
+
 class Cassette:
-    """One cassette in use. vcrpy's httpx2 stub calls the four methods below on every request."""
+    """One cassette in use: matching, playing and recording, whatever carries the requests.
+
+    In-process, vcrpy's httpx2 stub calls `can_play_response_for`, `play_response` and `append`; the
+    proxy and the replay server call `lookup`, `play` and `record` directly.
+    """
 
     skip_patchers = tuple(name for name in PATCHER_NAMES if name != "httpx2")
     custom_patches = ()
@@ -167,60 +185,105 @@ class Cassette:
         """Positions of recorded interactions that this run never asked for."""
         return [position for position, count in enumerate(self.play_counts) if count == 0]
 
-    # -- vcrpy's side of the contract ------------------------------------------------------------------
+    # -- the transport-agnostic core: vcrpy's stub, the proxy and the replay server all call these ----------
+    def lookup(self, method: str, path: str, query: str | None, raw_body: bytes | None) -> Lookup:
+        """Register one request of the run and find the recording that answers it.
+
+        `Lookup.position` is None when the request should go to the network (record modes); in a mode
+        that may not record, a request with no recording raises CassetteMismatch here.
+        """
+        body = _json_or_raw(raw_body)
+        fingerprint = request_fingerprint(method, path, query, body, self.ignore_fields)
+        found = Lookup(fingerprint, method.upper(), path, query or "", body, self.requests_seen)
+        self.requests_seen += 1
+        if self.replays:
+            found.position = self.index.peek(fingerprint)
+            if found.position is None and self.allow_repeats:
+                found.position = self._any_played(fingerprint)
+        if found.position is None and self.write_protected:
+            raise self.mismatch(found)
+        return found
+
+    def play(self, found: Lookup) -> dict[str, Any]:
+        """Mark the recording that answers `found` as played and return its interaction."""
+        position = self.index.take(found.fingerprint)
+        if position is None:  # allow_repeats: serve a recording of it again
+            position = found.position
+        assert position is not None, "play() needs a lookup that found a recording"
+        self.play_counts[position] += 1
+        return self.recorded.interactions[position]
+
+    def record(
+        self,
+        *,
+        method: str,
+        url: str,
+        request_headers: Any,
+        request_body: bytes | str | None,
+        status: int | None = None,
+        response_headers: Any = (),
+        response_body: bytes | str | None = None,
+        events: list[dict[str, Any]] | None = None,
+        truncated: bool = False,
+        error: dict[str, str] | None = None,
+        elapsed_ms: float | None = None,
+    ) -> None:
+        """Add one exchange as it happened: a response (body or SSE events) or a connection failure."""
+        request_items = header_items(request_headers)
+        self._secrets.update(credentials_in(request_items))
+        parsed = urlsplit(url)
+        stored_request: dict[str, Any] = {"method": method.upper(), "host": parsed.hostname or "",
+                                          "path": parsed.path or "/"}
+        if parsed.query:
+            stored_request["query"] = parsed.query
+        stored_request["headers"] = keep_request_headers(request_items)
+        store_body(stored_request, request_body)
+        interaction: dict[str, Any] = {"request": stored_request}
+        response_items = header_items(response_headers)
+        if error is not None:
+            interaction["error"] = error
+        else:
+            stored_response: dict[str, Any] = {"status": int(status or 0)}
+            stored_response["headers"] = keep_response_headers(response_items)
+            if events is not None:
+                stored_response["events"] = events
+            else:
+                content_type = {k.lower(): v for k, v in response_items}.get("content-type")
+                store_body(stored_response, response_body, content_type=content_type, allow_sse=True)
+            if truncated:
+                stored_response["truncated"] = True
+            interaction["response"] = stored_response
+        if elapsed_ms is not None:
+            interaction["elapsed_ms"] = round(elapsed_ms, 1)
+        if not self.new_interactions:
+            self._note_provenance(request_items, stored_request, response_items)
+        self.new_interactions.append(interaction)
+
+    # -- vcrpy's side of the contract (its httpx2 stub calls these four) --------------------------------------
     def filter_request(self, request: Any) -> Any:
         return request
 
     def can_play_response_for(self, request: Any) -> bool:
         parsed = urlsplit(request.uri)
-        body = _json_or_raw(request.body)
-        fingerprint = request_fingerprint(request.method, parsed.path, parsed.query, body, self.ignore_fields)
-        request._harness = (fingerprint, parsed, body, self.requests_seen)
-        self.requests_seen += 1
-        if self.replays:
-            position = self.index.peek(fingerprint)
-            if position is None and self.allow_repeats:
-                position = self._any_played(fingerprint)
-            if position is not None:
-                return True
-        if self.write_protected:
-            raise self._mismatch(request)
-        return False
+        request._harness = self.lookup(request.method, parsed.path, parsed.query, request.body)
+        return request._harness.position is not None
 
     def play_response(self, request: Any) -> dict[str, Any]:
-        fingerprint, _parsed, _body, _position = request._harness
-        position = self.index.take(fingerprint)
-        if position is None:  # allow_repeats: serve the last recording of it again
-            position = self._any_played(fingerprint)
-            assert position is not None
-        self.play_counts[position] += 1
-        interaction = self.recorded.interactions[position]
+        interaction = self.play(request._harness)
         if "error" in interaction:
             _replaying_failure.set(True)
             raise _connection_error(interaction["error"], request)
-        prepared = self._prepared.get(position)
+        key = id(interaction)
+        prepared = self._prepared.get(key)
         if prepared is None:
-            prepared = self._prepared[position] = _vcr_response(interaction["response"])
+            prepared = self._prepared[key] = _vcr_response(interaction["response"])
         return prepared
 
     def append(self, request: Any, response: dict[str, Any]) -> None:
-        self._secrets.update(credentials_in(header_items(request.headers)))
-        parsed = urlsplit(request.uri)
-        stored_request: dict[str, Any] = {"method": request.method.upper(), "host": parsed.hostname or "",
-                                          "path": parsed.path or "/"}
-        if parsed.query:
-            stored_request["query"] = parsed.query
-        stored_request["headers"] = keep_request_headers(header_items(request.headers))
-        store_body(stored_request, request.body)
-        response_headers = header_items(response.get("headers") or {})
-        stored_response: dict[str, Any] = {"status": int(response["status"]["code"])}
-        stored_response["headers"] = keep_response_headers(response_headers)
-        content_type = dict((k.lower(), v) for k, v in response_headers).get("content-type")
-        store_body(stored_response, (response.get("body") or {}).get("string"), content_type=content_type,
-                   allow_sse=True)
-        if not self.new_interactions:
-            self._note_provenance(request, stored_request, response_headers)
-        self.new_interactions.append({"request": stored_request, "response": stored_response})
+        self.record(method=request.method, url=request.uri, request_headers=request.headers,
+                    request_body=request.body, status=int(response["status"]["code"]),
+                    response_headers=response.get("headers") or {},
+                    response_body=(response.get("body") or {}).get("string"))
 
     # -- saving -------------------------------------------------------------------------------------------
     def interactions_to_save(self) -> list[dict[str, Any]]:
@@ -257,32 +320,32 @@ class Cassette:
                 return position
         return None
 
-    def _mismatch(self, request: Any) -> CassetteMismatch:
-        fingerprint, parsed, body, position = request._harness
+    def mismatch(self, found: Lookup) -> CassetteMismatch:
+        """The error for a request with no recording left, with a diff against the nearest recorded one."""
         recorded_requests = [i["request"] for i in self.recorded.interactions]
-        already = [p for p, i in enumerate(self.recorded.interactions)
-                   if fingerprint_of_stored(i["request"], self.ignore_fields) == fingerprint]
+        already = [p for p, r in enumerate(recorded_requests)
+                   if fingerprint_of_stored(r, self.ignore_fields) == found.fingerprint]
+        common = {"cassette_path": self.path, "position": found.position_in_run, "method": found.method,
+                  "path": found.path}
         if already:
             reason = (f"was recorded {len(already)} time(s) and every recording was already played "
                       "(pass allow_repeats=True to serve it again)")
-            return CassetteMismatch(cassette_path=self.path, position=position, method=request.method,
-                                    path=parsed.path, reason=reason)
-        nearest = nearest_recorded(request.method, parsed.path, body, recorded_requests, position)
+            return CassetteMismatch(**common, reason=reason)
+        nearest = nearest_recorded(found.method, found.path, found.body, recorded_requests, found.position_in_run)
         differences: list[str] = []
         if nearest is not None:
             recorded = recorded_requests[nearest]
-            if (recorded["method"], recorded["path"]) != (request.method.upper(), parsed.path):
+            if (recorded["method"], recorded["path"]) != (found.method, found.path):
                 differences.append(f"route changed from {recorded['method']} {recorded['path']} "
-                                   f"to {request.method.upper()} {parsed.path}")
-            differences.extend(diff_summary(stored_request_body(recorded), body))
+                                   f"to {found.method} {found.path}")
+            differences.extend(diff_summary(stored_request_body(recorded), found.body))
         reason = f"has no recording in this cassette (mode {self.mode!r} may not record)"
-        return CassetteMismatch(cassette_path=self.path, position=position, method=request.method,
-                                path=parsed.path, reason=reason, nearest_position=nearest, differences=differences)
+        return CassetteMismatch(**common, reason=reason, nearest_position=nearest, differences=differences)
 
-    def _note_provenance(self, request: Any, stored_request: dict[str, Any],
+    def _note_provenance(self, request_headers: list[tuple[str, str]], stored_request: dict[str, Any],
                          response_headers: list[tuple[str, str]]) -> None:
         names = {name.lower() for name, _ in response_headers}
-        sdk = dict((k.lower(), v) for k, v in header_items(request.headers)).get("x-stainless-package-version")
+        sdk = {k.lower(): v for k, v in request_headers}.get("x-stainless-package-version")
         self._provenance = {
             "format_version": 1,
             "source": "simulator" if "x-harness-simulator" in names else "live",
@@ -413,4 +476,4 @@ class use_cassette:  # a class, so one object is both the context manager and th
         return run
 
 
-__all__ = ["MODES", "Cassette", "CassetteMismatch", "Mode", "use_cassette"]
+__all__ = ["MODES", "Cassette", "CassetteMismatch", "Lookup", "Mode", "use_cassette"]
