@@ -16,6 +16,10 @@ $(STAMP): pyproject.toml
 eval: $(STAMP)
 	$(BIN)/dayflow brief -v
 
+## Re-record the bundled cassettes against the local simulator (no network).
+cassettes: $(STAMP)
+	$(BIN)/harness record
+
 ## The whole test suite (lint included).
 test: $(STAMP)
 	$(BIN)/ruff check .
