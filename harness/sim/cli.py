@@ -1,0 +1,94 @@
+"""`harness sim`: run the simulator in the foreground until Ctrl-C, SIGTERM or --max-requests.
+
+With --port 0 the system picks a free port; --url-file writes the base URL once the server listens,
+so that a script can start `harness sim --port 0 --url-file F &` and wait for F.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from harness.errors import HarnessError
+from harness.sim.faults import FAULT_KINDS, Fault, parse_fault_spec
+from harness.sim.policies import POLICIES
+from harness.sim.server import Simulator
+
+_POLL_SECONDS = 0.05
+_DRAIN_SECONDS = 5.0
+
+
+def _fault_argument(text: str) -> tuple[int, Fault]:
+    try:
+        return parse_fault_spec(text)
+    except HarnessError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8765, help="port; 0 picks a free one (default 8765)")
+    parser.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        type=_fault_argument,
+        metavar="IDX:KIND",
+        help="inject a fault at /v1/messages request IDX (0-based); KIND is one of "
+        f"{', '.join(FAULT_KINDS)}; options as IDX:KIND:delay=2,retry_after=1,after_events=3",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed for the deterministic ids (default 0)")
+    parser.add_argument(
+        "--policy", choices=sorted(POLICIES), help="default scripted model when the request names none"
+    )
+    parser.add_argument("--url-file", type=Path, help="write the base URL to this file once listening")
+    parser.add_argument(
+        "--max-requests", type=int, default=None, help="exit after answering this many /v1/messages requests"
+    )
+    parser.add_argument("--quiet", action="store_true", help="do not log each request to stderr")
+
+
+def _answered(simulator: Simulator) -> int:
+    return sum(1 for served in list(simulator.served) if served.index is not None)
+
+
+def run(args: argparse.Namespace) -> int:
+    faults = dict(args.fault)
+    simulator = Simulator(
+        host=args.host,
+        port=args.port,
+        faults=faults,
+        seed=args.seed,
+        policy=args.policy,
+        verbose=not args.quiet,
+    )
+    stop = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        simulator.start()
+    except OSError as err:
+        raise HarnessError(f"cannot listen on {args.host}:{args.port}: {err.strerror or err}") from None
+    try:
+        print(
+            f"harness sim: listening on {simulator.base_url} (seed {args.seed}; "
+            f"set ANTHROPIC_BASE_URL={simulator.base_url})",
+            flush=True,
+        )
+        if args.url_file:
+            args.url_file.write_text(simulator.base_url + "\n")
+        while not stop.is_set():
+            if args.max_requests is not None and _answered(simulator) >= args.max_requests:
+                break
+            time.sleep(_POLL_SECONDS)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        # The process exits next, taking the daemon handler threads with it: let the last answers finish.
+        simulator.stop(drain=_DRAIN_SECONDS)
+        print(f"harness sim: stopped after {simulator.requests_seen} /v1/messages requests", file=sys.stderr)
+    return 0

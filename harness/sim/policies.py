@@ -1,0 +1,127 @@
+"""Scripted models and how a request picks one.
+
+Choice, first match wins: a model name `sim-<policy>`; the header `x-harness-sim-policy`; the
+simulator's default policy; the tools in the request (read_inbox -> dayflow, query_db -> sql); echo.
+The misbehaving policies exist to trip the agent loop's guards: `repeat` (same tool call forever),
+`max-tokens`, `refuse` and `pause-turn`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from harness.sim.conversation import Conversation, Reply, text_block, tool_use_block
+from harness.sim.dayflow import dayflow
+from harness.sim.sql import sql
+
+Policy = Callable[[Conversation], Reply]
+POLICY_HEADER = "x-harness-sim-policy"
+MODEL_PREFIX = "sim-"
+
+
+def echo(conversation: Conversation) -> Reply:
+    said = conversation.last_user_text.strip() or "(nothing)"
+    return Reply([text_block(f"You said: {said}")], "end_turn")
+
+
+def _example_value(schema: Any) -> Any:
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    if isinstance(schema, dict) and "enum" in schema and schema["enum"]:
+        return schema["enum"][0]
+    if isinstance(schema, dict) and "default" in schema:
+        return schema["default"]
+    return {"string": "example", "integer": 1, "number": 1, "boolean": False, "array": [], "object": {}}.get(
+        kind if isinstance(kind, str) else "string", "example"
+    )
+
+
+def repeat(conversation: Conversation) -> Reply:
+    """Call the first tool with the same input every turn, never finishing."""
+    if not conversation.tools:
+        return Reply([text_block("I would call a tool again, but none is defined.")], "end_turn")
+    tool = conversation.tools[0]
+    earlier = conversation.calls_to(tool["name"])
+    if earlier and isinstance(earlier[0].input, dict):
+        tool_input = dict(earlier[0].input)
+    else:
+        schema = tool.get("input_schema") or {}
+        properties = schema.get("properties") or {}
+        tool_input = {name: _example_value(properties.get(name)) for name in schema.get("required") or []}
+    return Reply(
+        [text_block("Let me check that again."), tool_use_block(tool["name"], tool_input)], "tool_use"
+    )
+
+
+_RAMBLE = (
+    "Here is a thorough answer, covering every angle of the question in turn, with background, "
+    "examples and caveats, because the model has been scripted never to stop on its own. "
+)
+
+
+def max_tokens(conversation: Conversation) -> Reply:
+    """A text cut off mid-word by the token limit, billed at exactly max_tokens like the real API."""
+    limit = conversation.max_tokens
+    shown_chars = min(limit, 120) * 4
+    text = (_RAMBLE * (shown_chars // len(_RAMBLE) + 2))[: max(1, shown_chars - 1)]
+    return Reply([text_block(text)], "max_tokens", output_tokens=limit)
+
+
+def refuse(conversation: Conversation) -> Reply:
+    explanation = "The simulator's refusal policy declines every request."
+    return Reply(
+        [text_block("I can't help with that.")],
+        "refusal",
+        stop_details={"type": "refusal", "category": None, "explanation": explanation},
+    )
+
+
+def pause_turn(conversation: Conversation) -> Reply:
+    """pause_turn first; once the paused turn is sent back, finish with end_turn."""
+    if conversation.assistant_turns():
+        return Reply([text_block("Done: the long-running work has finished.")], "end_turn")
+    return Reply([text_block("Working on it; this needs another turn.")], "pause_turn")
+
+
+POLICIES: dict[str, Policy] = {
+    "dayflow": dayflow,
+    "sql": sql,
+    "echo": echo,
+    "repeat": repeat,
+    "max-tokens": max_tokens,
+    "refuse": refuse,
+    "pause-turn": pause_turn,
+}
+
+# tool name -> policy, for requests that name no policy
+_AUTO_DETECT = (("read_inbox", "dayflow"), ("query_db", "sql"))
+
+
+class UnknownPolicy(LookupError):
+    def __init__(self, name: str, source: str) -> None:
+        self.name, self.source = name, source
+        super().__init__(f"{source}: unknown simulator policy {name!r}; known: {', '.join(POLICIES)}")
+
+
+def normalize_policy_name(name: str, source: str) -> str:
+    bare = name.strip().lower().removeprefix(MODEL_PREFIX)
+    if bare not in POLICIES:
+        raise UnknownPolicy(name, source)
+    return bare
+
+
+def choose_policy(body: Mapping[str, Any], headers: Mapping[str, str], default: str | None) -> str:
+    """The policy name for one request. Raises UnknownPolicy for a sim-* model or header that names none."""
+    model = str(body.get("model", ""))
+    if model.startswith(MODEL_PREFIX):
+        return normalize_policy_name(model, "model")
+    lowered = {name.lower(): value for name, value in headers.items()}
+    if lowered.get(POLICY_HEADER):
+        return normalize_policy_name(lowered[POLICY_HEADER], POLICY_HEADER)
+    if default:
+        return normalize_policy_name(default, "policy")
+    tool_names = {tool.get("name") for tool in body.get("tools") or [] if isinstance(tool, dict)}
+    for tool_name, policy in _AUTO_DETECT:
+        if tool_name in tool_names:
+            return policy
+    return "echo"

@@ -1,0 +1,123 @@
+"""From a policy's Reply to the Message the API returns: ids, thinking, stop sequences, limits, usage.
+
+What the real API would do regardless of the scripted model happens here: a reply longer than
+max_tokens is cut (stop_reason max_tokens), a stop sequence in the text ends it (stop_sequence), and
+a request with thinking enabled gets a signed thinking block first.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness.sim import ids
+from harness.sim.conversation import Conversation, Reply
+from harness.sim.tokens import InputUsage, count_output
+from harness.sim.validation import ApiError
+
+_CHARS_PER_TOKEN = 4
+
+
+def error_body(error: ApiError, request_id: str) -> dict[str, Any]:
+    """The real error envelope: {"type":"error","error":{"type","message"},"request_id"}."""
+    return {
+        "type": "error",
+        "error": {"type": error.type, "message": error.message},
+        "request_id": request_id,
+    }
+
+
+def _thinking(
+    conversation: Conversation, policy: str, reply: Reply, seed: int, fingerprint: str
+) -> dict[str, Any]:
+    asked = (
+        conversation.last_user_text.strip().splitlines()[0][:160]
+        if conversation.last_user_text.strip()
+        else ""
+    )
+    plan = {"tool_use": "call the tools I need", "end_turn": "answer from what I have"}.get(
+        reply.stop_reason, f"stop with {reply.stop_reason}"
+    )
+    text = f"The user asked: {asked or '(no text)'}. Scripted policy {policy}: I will {plan}."
+    return {"type": "thinking", "thinking": text, "signature": ids.signature(seed, fingerprint, 0)}
+
+
+def _apply_stop_sequences(
+    content: list[dict[str, Any]], stops: list[str]
+) -> tuple[list[dict[str, Any]], str | None]:
+    for position, block in enumerate(content):
+        if block.get("type") != "text":
+            continue
+        hits = [(block["text"].find(stop), stop) for stop in stops if stop and stop in block["text"]]
+        if hits:
+            cut, stop = min(hits)
+            return [*content[:position], {**block, "text": block["text"][:cut]}], stop
+    return content, None
+
+
+def _cut_to_budget(content: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+    """Keep whole blocks while they fit, cut the first text/thinking that does not, drop the rest."""
+    kept: list[dict[str, Any]] = []
+    for block in content:
+        cost = count_output([block])
+        if cost <= budget:
+            kept.append(block)
+            budget -= cost
+            continue
+        field = {"text": "text", "thinking": "thinking"}.get(block.get("type", ""))
+        if field and budget > 0:
+            kept.append({**block, field: block[field][: budget * _CHARS_PER_TOKEN]})
+        break
+    return kept
+
+
+def build_message(
+    conversation: Conversation, reply: Reply, *, policy: str, seed: int, fingerprint: str, usage: InputUsage
+) -> dict[str, Any]:
+    content = [dict(block) for block in reply.content]
+    if conversation.thinking_enabled and reply.stop_reason not in ("refusal",):
+        content.insert(0, _thinking(conversation, policy, reply, seed, fingerprint))
+    position = 0
+    for block in content:
+        if block.get("type") == "tool_use":
+            block["id"] = ids.tool_use_id(seed, fingerprint, position)
+            position += 1
+
+    stop_reason, stop_sequence, output_tokens = reply.stop_reason, None, reply.output_tokens
+    stops = conversation.body.get("stop_sequences") or []
+    if stop_reason == "end_turn" and isinstance(stops, list):
+        content, stop_sequence = _apply_stop_sequences(content, [str(stop) for stop in stops])
+        if stop_sequence is not None:
+            stop_reason = "stop_sequence"
+    if output_tokens is None:
+        output_tokens = count_output(content)
+        if output_tokens > conversation.max_tokens:
+            content = _cut_to_budget(content, conversation.max_tokens)
+            stop_reason, stop_sequence, output_tokens = "max_tokens", None, conversation.max_tokens
+
+    return {
+        "model": conversation.model,
+        "id": ids.message_id(seed, fingerprint),
+        "type": "message",
+        "role": "assistant",
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": stop_sequence,
+        "stop_details": reply.stop_details,
+        "usage": {
+            "input_tokens": usage.input_tokens,
+            "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+            "cache_read_input_tokens": usage.cache_read_input_tokens,
+            "cache_creation": {
+                "ephemeral_5m_input_tokens": usage.ephemeral_5m_input_tokens,
+                "ephemeral_1h_input_tokens": usage.ephemeral_1h_input_tokens,
+            },
+            "output_tokens": output_tokens,
+            "service_tier": "standard",
+        },
+    }
+
+
+def dumps(value: Any) -> bytes:
+    """Compact JSON as the API sends it (UTF-8, not ASCII-escaped)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()

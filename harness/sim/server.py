@@ -1,0 +1,464 @@
+"""The simulator: a real HTTP server on loopback that answers like the Messages API.
+
+POST /v1/messages (with or without ?beta=true) and POST /v1/messages/count_tokens; GET /health for
+scripts that wait for it. Each /v1/messages request gets the next index (0-based); a fault registered
+at that index fires instead of (or around) the normal answer. Otherwise: auth, validation, policy,
+then JSON or an SSE stream sent event by event with a flush after each (chunked framing).
+
+Headers copy the real service's (request-id, anthropic-ratelimit-*, x-should-retry on errors) plus
+`x-harness-simulator: 1` and `x-harness-sim-policy`. Rate-limit reset times use the simulated clock
+(`SIMULATED_NOW`) rather than the wall clock, so recorded headers stay the same from run to run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import socket
+import struct
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+from harness.errors import HarnessError
+from harness.sim import ids
+from harness.sim.conversation import Conversation
+from harness.sim.faults import Fault, normalize_faults
+from harness.sim.policies import POLICIES, UnknownPolicy, choose_policy, normalize_policy_name
+from harness.sim.responses import build_message, dumps, error_body
+from harness.sim.sse import encode_event, error_event, message_events
+from harness.sim.tokens import CacheLedger, count_input
+from harness.sim.validation import ApiError, check_auth, check_count_tokens_request, check_messages_request
+
+SIMULATED_NOW = "2026-09-07T08:00:00Z"  # Dayflow's fixed "today"
+REQUESTS_LIMIT = 4000
+TOKENS_LIMIT = 2_400_000
+INPUT_TOKENS_LIMIT = 2_000_000
+OUTPUT_TOKENS_LIMIT = 400_000
+
+_ERROR_FAULTS = {
+    "429": ApiError(
+        429,
+        "rate_limit_error",
+        "Number of requests has exceeded your per-minute rate limit "
+        "(https://docs.claude.com/en/api/rate-limits); see the response headers for current usage. "
+        "Please try again later.",
+    ),
+    "529": ApiError(529, "overloaded_error", "Overloaded"),
+    "500": ApiError(500, "api_error", "Internal server error"),
+}
+_STATUS_TEXT = {529: "Site Overloaded"}
+
+
+@dataclass(frozen=True)
+class Served:
+    """One request the simulator answered, for tests and the CLI log."""
+
+    index: int | None  # position among /v1/messages requests; None for other paths
+    path: str
+    status: int  # 0 when the connection was dropped before a status line
+    policy: str | None
+    fault: str | None
+    stream: bool
+    retry_count: str | None  # the SDK's x-stainless-retry-count header
+
+
+def _bind_address(host: str) -> str:
+    if host == "localhost":
+        return "127.0.0.1"
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise HarnessError(
+            f"host {host!r} is not a loopback address; the simulator binds 127.0.0.1, ::1 "
+            "or localhost only, so that it is never reachable from another machine"
+        )
+    return host
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 128  # socketserver's default of 5 resets connections from a burst of async calls
+    simulator: Simulator
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up (timeouts, injected drops) is normal here; anything else is reported."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class Simulator:
+    """A Messages API simulator on loopback, served from a daemon thread. Use as a context manager."""
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        faults: Mapping[int, str | Fault] | None = None,
+        seed: int = 0,
+        policy: str | None = None,
+        verbose: bool = False,
+    ) -> None:
+        self.host = _bind_address(host)
+        self.port = port
+        self.seed = seed
+        self.verbose = verbose
+        try:
+            self.policy = normalize_policy_name(policy, "policy") if policy else None
+        except UnknownPolicy as err:
+            raise HarnessError(str(err)) from None
+        self.faults: dict[int, Fault] = normalize_faults(faults)
+        self.served: list[Served] = []
+        self._ledger = CacheLedger()
+        self._lock = threading.Condition()
+        self._requests_seen = 0
+        self._in_flight = 0
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> Simulator:
+        if self._server is not None:
+            return self
+        server_class = _Server
+        if ":" in self.host:
+            server_class = type("_Server6", (_Server,), {"address_family": socket.AF_INET6})
+        self._server = server_class((self.host, self.port), _Handler)
+        self._server.simulator = self
+        self.port = self._server.server_address[1]
+        # A short poll interval keeps stop() quick: shutdown() waits for the loop's next poll.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="harness-sim", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self, *, drain: float = 0.0) -> None:
+        """Stop serving. With `drain`, first wait up to that many seconds for answers still being sent."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        with self._lock:
+            self._lock.wait_for(lambda: self._in_flight == 0, timeout=drain)
+        server.shutdown()
+        server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> Simulator:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def requests_seen(self) -> int:
+        with self._lock:
+            return self._requests_seen
+
+    # -- used by the handler -----------------------------------------------------------------------
+    def _next_index(self) -> int:
+        with self._lock:
+            index = self._requests_seen
+            self._requests_seen += 1
+            return index
+
+    def _record(self, served: Served) -> None:
+        with self._lock:
+            self.served.append(served)
+        if self.verbose:
+            fault = f" fault={served.fault}" if served.fault else ""
+            policy = f" policy={served.policy}" if served.policy else ""
+            where = f"#{served.index} " if served.index is not None else ""
+            print(
+                f"harness sim: {where}POST {served.path} -> {served.status or 'dropped'}{policy}{fault}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+    server_version = "harness-sim"
+    sys_version = ""
+
+    def version_string(self) -> str:
+        return self.server_version
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the default stderr line per request; Simulator(verbose=True) logs instead."""
+
+    # -- plumbing ----------------------------------------------------------------------------------
+    @property
+    def sim(self) -> Simulator:
+        return self.server.simulator
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("transfer-encoding", "").lower() == "chunked":
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get("content-length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _common_headers(self, request_id: str, index: int | None, policy: str | None) -> dict[str, str]:
+        remaining = REQUESTS_LIMIT - 1 - (index or 0) % REQUESTS_LIMIT
+        headers = {"request-id": request_id, "x-harness-simulator": "1"}
+        for name, limit, left in (
+            ("requests", REQUESTS_LIMIT, remaining),
+            ("tokens", TOKENS_LIMIT, TOKENS_LIMIT),
+            ("input-tokens", INPUT_TOKENS_LIMIT, INPUT_TOKENS_LIMIT),
+            ("output-tokens", OUTPUT_TOKENS_LIMIT, OUTPUT_TOKENS_LIMIT),
+        ):
+            headers[f"anthropic-ratelimit-{name}-limit"] = str(limit)
+            headers[f"anthropic-ratelimit-{name}-remaining"] = str(left)
+            headers[f"anthropic-ratelimit-{name}-reset"] = SIMULATED_NOW
+        if policy:
+            headers["x-harness-sim-policy"] = policy
+        return headers
+
+    def _send_head(self, status: int, headers: Mapping[str, str]) -> None:
+        self.send_response(status, _STATUS_TEXT.get(status))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+
+    def _send_json(self, status: int, payload: Any, headers: Mapping[str, str], *, cut: bool = False) -> None:
+        data = dumps(payload)
+        self._send_head(
+            status, {**headers, "content-type": "application/json", "content-length": str(len(data))}
+        )
+        if cut:  # promise the whole body, deliver half, then drop the connection
+            self.wfile.write(data[: len(data) // 2])
+            self.wfile.flush()
+            self._drop_connection()
+            return
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _send_error(
+        self,
+        error: ApiError,
+        request_id: str,
+        headers: Mapping[str, str],
+        extra: Mapping[str, str] | None = None,
+    ) -> None:
+        should_retry = "true" if error.status in (408, 409, 429) or error.status >= 500 else "false"
+        merged = {**headers, "x-should-retry": should_retry, **(extra or {})}
+        self._send_json(error.status, error_body(error, request_id), merged)
+
+    def _drop_connection(self) -> None:
+        """Close abruptly (RST, no FIN handshake), the way a dying proxy or server does."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    # -- routes ------------------------------------------------------------------------------------
+    def do_GET(self) -> None:
+        path = urlsplit(self.path).path.rstrip("/")
+        if path == "/health":
+            self._send_json(
+                200,
+                {"status": "ok", "simulator": "harness", "policies": list(POLICIES)},
+                {"x-harness-simulator": "1"},
+            )
+            return
+        self._not_found(path)
+
+    def do_POST(self) -> None:
+        with self.sim._lock:
+            self.sim._in_flight += 1
+        try:
+            path = urlsplit(self.path).path.rstrip("/")
+            raw = self._read_body()
+            if path == "/v1/messages":
+                self._messages(raw, path)
+            elif path == "/v1/messages/count_tokens":
+                self._count_tokens(raw, path)
+            else:
+                self._not_found(path)
+        finally:
+            with self.sim._lock:
+                self.sim._in_flight -= 1
+                self.sim._lock.notify_all()
+
+    def _not_found(self, path: str) -> None:
+        request_id = ids.request_id(self.sim.seed, ids.request_fingerprint(path), -1)
+        self._send_error(
+            ApiError(404, "not_found_error", "Not Found"),
+            request_id,
+            {"request-id": request_id, "x-harness-simulator": "1"},
+        )
+
+    @staticmethod
+    def _parse(raw: bytes) -> tuple[Any, ApiError | None]:
+        try:
+            return json.loads(raw.decode("utf-8")), None
+        except (UnicodeDecodeError, ValueError) as err:
+            return None, ApiError(400, "invalid_request_error", f"The request body is not valid JSON: {err}")
+
+    def _checked(self, raw: bytes, check: Callable[[Any], ApiError | None]) -> tuple[Any, ApiError | None]:
+        error = check_auth(dict(self.headers.items()))
+        if error:
+            return None, error
+        body, error = self._parse(raw)
+        return body, error or check(body)
+
+    def _count_tokens(self, raw: bytes, path: str) -> None:
+        body, error = self._checked(raw, check_count_tokens_request)
+        request_id = ids.request_id(self.sim.seed, ids.request_fingerprint(body if body else raw.hex()), -1)
+        headers = self._common_headers(request_id, None, None)
+        status = error.status if error else 200
+        self.sim._record(
+            Served(None, path, status, None, None, False, self.headers.get("x-stainless-retry-count"))
+        )
+        if error:
+            self._send_error(error, request_id, headers)
+        else:
+            self._send_json(200, {"input_tokens": count_input(body)}, headers)
+
+    def _messages(self, raw: bytes, path: str) -> None:
+        sim = self.sim
+        index = sim._next_index()
+        fault = sim.faults.get(index)
+        try:
+            loose = json.loads(raw)
+        except ValueError:
+            loose = None
+        stream = isinstance(loose, dict) and loose.get("stream") is True
+        fingerprint = ids.request_fingerprint(loose if loose is not None else raw.hex())
+        request_id = ids.request_id(sim.seed, fingerprint, index)
+        retry_count = self.headers.get("x-stainless-retry-count")
+
+        # Each path records before it writes: a client may act on the answer (and a test inspect
+        # `served`) before this thread would get to run again.
+        def record(status: int, policy: str | None) -> None:
+            sim._record(
+                Served(index, path, status, policy, fault.kind if fault else None, stream, retry_count)
+            )
+
+        if fault and self._fault_answers(fault, request_id, index, stream, record):
+            return
+
+        body, error = self._checked(raw, check_messages_request)
+        policy: str | None = None
+        if not error:
+            try:
+                policy = choose_policy(body, dict(self.headers.items()), sim.policy)
+            except UnknownPolicy as err:
+                error = (
+                    ApiError(404, "not_found_error", f"model: {err.name}")
+                    if err.source == "model"
+                    else ApiError(400, "invalid_request_error", str(err))
+                )
+        headers = self._common_headers(request_id, index, policy)
+        if error:
+            record(error.status, policy)
+            self._send_error(error, request_id, headers)
+            return
+        assert policy is not None
+        conversation = Conversation(body)
+        try:
+            reply = POLICIES[policy](conversation)
+            message = build_message(
+                conversation,
+                reply,
+                policy=policy,
+                seed=sim.seed,
+                fingerprint=fingerprint,
+                usage=sim._ledger.usage(body),
+            )
+        except Exception as err:  # a bug in a scripted model must reach the client as an API error
+            failure = ApiError(500, "api_error", f"simulator policy {policy!r} failed: {err!r}")
+            record(500, policy)
+            self._send_error(failure, request_id, headers, {"x-should-retry": "false"})
+            return
+        record(200, policy)
+        if stream:
+            self._stream(message, headers, fault)
+        else:
+            self._send_json(200, message, headers, cut=bool(fault and fault.kind == "cut-stream"))
+
+    def _fault_answers(
+        self,
+        fault: Fault,
+        request_id: str,
+        index: int,
+        stream: bool,
+        record: Callable[[int, str | None], None],
+    ) -> bool:
+        """Carry out a fault; True when it replaced the answer, False when the normal answer follows."""
+        headers = self._common_headers(request_id, index, None)
+        kind = "529" if fault.kind == "sse-error" and not stream else fault.kind
+        if kind in _ERROR_FAULTS:
+            record(_ERROR_FAULTS[kind].status, None)
+            # Whole seconds in retry-after (what the real API sends); the SDK prefers the precise -ms one.
+            extra = {
+                "retry-after": str(int(fault.retry_after)),
+                "retry-after-ms": str(round(fault.retry_after * 1000)),
+            }
+            if kind == "429":
+                extra["anthropic-ratelimit-requests-remaining"] = "0"
+            self._send_error(_ERROR_FAULTS[kind], request_id, headers, extra)
+            return True
+        if kind == "disconnect":
+            record(0, None)
+            self._drop_connection()
+            return True
+        if kind == "slow":
+            time.sleep(fault.delay)
+        return False
+
+    def _stream(self, message: dict[str, Any], headers: Mapping[str, str], fault: Fault | None) -> None:
+        self._send_head(
+            200,
+            {
+                **headers,
+                "content-type": "text/event-stream; charset=utf-8",
+                "cache-control": "no-cache",
+                "transfer-encoding": "chunked",
+            },
+        )
+        events = message_events(message)
+        strike = fault.kind if fault and fault.kind in ("cut-stream", "sse-error") else None
+        # A fault always fires: with fewer events than after_events, it strikes before message_stop.
+        strike_at = min(fault.after_events, len(events) - 1) if fault and strike else len(events)
+        for sent, (name, data) in enumerate(events):
+            if sent == strike_at:
+                if strike == "cut-stream":
+                    self._drop_connection()
+                    return
+                self._write_chunk(encode_event(*error_event("overloaded_error", "Overloaded")))
+                break
+            self._write_chunk(encode_event(name, data))
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()

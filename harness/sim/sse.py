@@ -1,0 +1,106 @@
+"""A finished Message as the server-sent events the real API streams, in the real order.
+
+message_start, then per block content_block_start / deltas / content_block_stop (one `ping` after the
+first block starts, as in most real recordings), then message_delta with stop_reason and usage, then
+message_stop. Text and thinking arrive a few words per delta; tool input as input_json_delta chunks of
+the JSON text, starting with an empty one like the real API; a thinking block ends with one
+signature_delta. Accumulating the events gives back exactly the Message they came from.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from harness.sim.responses import dumps
+
+Event = tuple[str, dict[str, Any]]
+_WORDS_PER_DELTA = 3
+_JSON_CHARS_PER_DELTA = 12
+
+
+def encode_event(name: str, data: dict[str, Any]) -> bytes:
+    return b"event: " + name.encode() + b"\ndata: " + dumps(data) + b"\n\n"
+
+
+def _word_chunks(text: str) -> list[str]:
+    pieces = re.findall(r"\s*\S+\s*|\s+", text)
+    chunks = ["".join(pieces[i : i + _WORDS_PER_DELTA]) for i in range(0, len(pieces), _WORDS_PER_DELTA)]
+    return chunks or [""]
+
+
+def _block_events(index: int, block: dict[str, Any]) -> list[Event]:
+    kind = block.get("type")
+    if kind == "text":
+        start = {"type": "text", "text": ""}
+        deltas = [{"type": "text_delta", "text": chunk} for chunk in _word_chunks(block["text"])]
+    elif kind == "thinking":
+        start = {"type": "thinking", "thinking": "", "signature": ""}
+        deltas = [{"type": "thinking_delta", "thinking": chunk} for chunk in _word_chunks(block["thinking"])]
+        deltas.append({"type": "signature_delta", "signature": block.get("signature", "")})
+    elif kind == "tool_use":
+        start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+        raw = json.dumps(block.get("input", {}), ensure_ascii=False)
+        parts = [""] + [raw[i : i + _JSON_CHARS_PER_DELTA] for i in range(0, len(raw), _JSON_CHARS_PER_DELTA)]
+        deltas = [{"type": "input_json_delta", "partial_json": part} for part in parts]
+    else:  # whole blocks with no delta form (e.g. redacted_thinking) arrive complete in the start event
+        start, deltas = dict(block), []
+    events: list[Event] = [
+        ("content_block_start", {"type": "content_block_start", "index": index, "content_block": start})
+    ]
+    events += [
+        ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+        for delta in deltas
+    ]
+    events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    return events
+
+
+def message_events(message: dict[str, Any]) -> list[Event]:
+    usage = message["usage"]
+    start_usage = {**usage, "output_tokens": 1}
+    started = {
+        **message,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "stop_details": None,
+        "usage": start_usage,
+    }
+    events: list[Event] = [("message_start", {"type": "message_start", "message": started})]
+    for index, block in enumerate(message["content"]):
+        block_events = _block_events(index, block)
+        if index == 0:
+            block_events.insert(1, ("ping", {"type": "ping"}))
+        events += block_events
+    if not message["content"]:
+        events.append(("ping", {"type": "ping"}))
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {
+                    "stop_reason": message["stop_reason"],
+                    "stop_sequence": message["stop_sequence"],
+                    "stop_details": message["stop_details"],
+                },
+                "usage": {
+                    key: usage[key]
+                    for key in (
+                        "input_tokens",
+                        "cache_creation_input_tokens",
+                        "cache_read_input_tokens",
+                        "output_tokens",
+                    )
+                },
+            },
+        )
+    )
+    events.append(("message_stop", {"type": "message_stop"}))
+    return events
+
+
+def error_event(error_type: str, message: str) -> Event:
+    return "error", {"type": "error", "error": {"type": error_type, "message": message}}
