@@ -345,13 +345,17 @@ class Cassette:
     def _note_provenance(self, request_headers: list[tuple[str, str]], stored_request: dict[str, Any],
                          response_headers: list[tuple[str, str]]) -> None:
         names = {name.lower() for name, _ in response_headers}
-        sdk = {k.lower(): v for k, v in request_headers}.get("x-stainless-package-version")
+        sent = {k.lower(): v for k, v in request_headers}
+        version, lang = sent.get("x-stainless-package-version"), sent.get("x-stainless-lang")
+        # Whichever client sent the run (the proxy records TypeScript, Go or curl as well): never guess.
+        client = {"python": "anthropic-python", "js": "anthropic-typescript"}.get(lang or "", f"anthropic-{lang}")
+        sdk = f"{client} {version}" if version else None
         self._provenance = {
             "format_version": 1,
             "source": "simulator" if "x-harness-simulator" in names else "live",
             "recorded_at": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
             "endpoint": stored_request.get("host") or None,
-            "sdk_version": f"anthropic-python {sdk or anthropic.__version__}",
+            "sdk_version": sdk,
             "fingerprints": run_fingerprints(stored_request.get("body")),
         }
 
@@ -380,7 +384,7 @@ def _json_or_raw(body: bytes | None) -> Any:
             return {"$base64": base64.b64encode(body).decode("ascii")}
 
 
-def _lock_path(path: Path) -> str:
+def lock_path(path: Path) -> str:
     # Lock files live in the temp folder, not beside the cassette, so they never show up in a diff.
     folder = Path(tempfile.gettempdir()) / "loop-harness-locks"
     folder.mkdir(exist_ok=True)
@@ -431,7 +435,7 @@ class use_cassette:  # a class, so one object is both the context manager and th
         self.cassette: Cassette | None = None
 
     def __enter__(self) -> Cassette:
-        lock = filelock.FileLock(_lock_path(self.path)) if self.mode != "none" else None
+        lock = filelock.FileLock(lock_path(self.path)) if self.mode != "none" else None
         if lock is not None:
             # Two processes (xdist workers, two terminals) recording one cassette take turns, whole runs at
             # a time, so their interactions never interleave.

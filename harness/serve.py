@@ -1,0 +1,155 @@
+"""`harness serve`: replay cassettes over HTTP, so that any client (the TypeScript SDK, curl, another
+language's SDK) can run against a recording with no network.
+
+Matching is the Python replay client's, through the same `Cassette.lookup`/`play`: method, path, query
+and canonical body; identical requests are served in recorded order. Several cassettes can be served at
+once: a request is matched against each in the order given and the first that answers wins.
+
+What is sent is what was recorded: a JSON body; an SSE stream event by event with a flush after each
+(with `--timing recorded`, at the recorded offsets, so that time to first token and incremental
+rendering can be tested); a recorded connection failure as a dropped connection; a truncated stream cut
+after its events. A request no cassette answers gets a 400 in the API's error shape whose message is
+the Python client's CassetteMismatch text (with the diff against the nearest recorded request), the
+header `x-harness-miss: 1`, and a line on stderr: never a default answer.
+
+GET /_harness/status reports, per cassette, which interactions were played and which were not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.cassette.recorder import Cassette, CassetteMismatch
+from harness.errors import HarnessError
+from harness.httpserver import (
+    TIMINGS,
+    IncomingRequest,
+    LoopbackServer,
+    Responder,
+    Timing,
+    run_until_stopped,
+    send_miss,
+    write_recorded,
+)
+
+STATUS_PATH = "/_harness/status"
+
+
+class ReplayServer(LoopbackServer):
+    """Answers every request from the cassettes given, or with a harness miss.
+
+        with ReplayServer(["run.yaml"]) as server:
+            client = anthropic.Anthropic(base_url=server.base_url, api_key="replay")
+    """
+
+    server_name = "harness-serve"
+
+    def __init__(self, cassettes: Sequence[str | Path], *, port: int = 0, timing: Timing = "none",
+                 allow_repeats: bool = False, ignore_fields: Sequence[str] = (), verbose: bool = False) -> None:
+        super().__init__(port=port)
+        if not cassettes:
+            raise HarnessError("give at least one cassette to serve")
+        if timing not in TIMINGS:
+            raise HarnessError(f"timing {timing!r}: use one of {', '.join(TIMINGS)}")
+        self.cassettes = [Cassette(path, "none", allow_repeats=allow_repeats, ignore_fields=ignore_fields)
+                          for path in cassettes]
+        self.timing: Timing = timing
+        self.verbose = verbose
+        self.requests = 0
+        self.misses: list[dict[str, Any]] = []
+        self._lock = threading.Lock()  # Cassette objects are not thread-safe; requests arrive on many threads
+
+    def handle(self, request: IncomingRequest, responder: Responder) -> None:
+        if request.method == "GET" and request.path == STATUS_PATH:
+            responder.send_json(200, self.status())
+            return
+        answer = self._match(request)
+        if isinstance(answer, str):
+            print(f"harness serve: miss: {request.method} {request.target}\n{answer}", file=sys.stderr, flush=True)
+            send_miss(responder, answer)
+            return
+        cassette, interaction = answer
+        if self.verbose:
+            print(f"harness serve: {request.method} {request.target} -> {cassette.path}", file=sys.stderr, flush=True)
+        write_recorded(responder, interaction, timing=self.timing)
+
+    def _match(self, request: IncomingRequest) -> tuple[Cassette, dict[str, Any]] | str:
+        """(cassette, interaction) from the first cassette that answers, or the mismatch text of each."""
+        mismatches: list[CassetteMismatch] = []
+        with self._lock:
+            self.requests += 1
+            for cassette in self.cassettes:
+                try:
+                    found = cassette.lookup(request.method, request.path, request.query, request.body)
+                except CassetteMismatch as miss:
+                    mismatches.append(miss)
+                    continue
+                return cassette, cassette.play(found)
+            text = "\n\n".join(str(miss) for miss in mismatches)
+            self.misses.append({"method": request.method, "path": request.path, "message": text})
+        return text
+
+    def status(self) -> dict[str, Any]:
+        """Per cassette: interactions played (with counts) and not played, by 0-based position; and the misses."""
+        with self._lock:
+            return {
+                "requests": self.requests,
+                "misses": list(self.misses),
+                "cassettes": [
+                    {
+                        "path": str(cassette.path),
+                        "interactions": len(cassette.play_counts),
+                        "played": [position for position, count in enumerate(cassette.play_counts) if count],
+                        "unplayed": cassette.unplayed,
+                        "play_counts": list(cassette.play_counts),
+                    }
+                    for cassette in self.cassettes
+                ],
+            }
+
+    def report(self) -> str:
+        """One line per cassette, then the number of misses: what the server prints when it stops."""
+        status = self.status()
+        lines = []
+        for entry in status["cassettes"]:
+            unplayed = entry["unplayed"]
+            line = f"{entry['path']}: {len(entry['played'])} of {entry['interactions']} interactions played"
+            if unplayed:
+                line += "; never played: " + ", ".join(f"#{position + 1}" for position in unplayed)
+            lines.append(line)
+        lines.append(f"{status['requests']} requests, {len(status['misses'])} misses")
+        return "\n".join(lines)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("cassettes", nargs="+", type=Path, metavar="CASSETTE",
+                        help="cassettes to serve; a request is matched against each in this order")
+    parser.add_argument("--port", type=int, default=8767, help="port on 127.0.0.1; 0 picks a free one (default 8767)")
+    parser.add_argument("--timing", choices=TIMINGS, default="none",
+                        help="none (default): answer at once; recorded: stream events at their recorded offsets")
+    parser.add_argument("--allow-repeats", action="store_true",
+                        help="serve a recording again once every recording of that request was played")
+    parser.add_argument("--ignore-field", action="append", default=[], metavar="DOTTED.PATH",
+                        help="a request-body field left out of matching (repeatable), e.g. metadata.user_id")
+    parser.add_argument("--url-file", type=Path, help="write the server's base URL to this file once listening")
+    parser.add_argument("--quiet", action="store_true", help="log only misses")
+
+
+def run(args: argparse.Namespace) -> int:
+    server = ReplayServer(args.cassettes, port=args.port, timing=args.timing, allow_repeats=args.allow_repeats,
+                          ignore_fields=args.ignore_field, verbose=not args.quiet)
+    count = sum(len(cassette.play_counts) for cassette in server.cassettes)
+    run_until_stopped(
+        server,
+        banner=f"harness serve: listening on {{url}}, replaying {count} interactions from "
+        f"{len(server.cassettes)} cassette(s) (timing {args.timing}; set ANTHROPIC_BASE_URL={{url}}; "
+        f"status at {{url}}{STATUS_PATH})",
+        url_file=args.url_file,
+        on_stop=lambda: print(f"harness serve: stopped\n{server.report()}", file=sys.stderr, flush=True),
+    )
+    return 1 if server.misses else 0
