@@ -1,0 +1,16 @@
+"""Eval checks: small pure functions `(trajectory, params) -> CheckResult`, one module per family.
+
+- protocol: tool_ids_matched
+- recovery: self_correction
+- dayflow: promotions_filtered
+- tool_calls: trajectory_match (maximum bipartite matching in `matching`)
+- answer: final_answer
+- outcome: outcome, budgets, no_repeated_calls
+"""
+
+from __future__ import annotations
+
+from harness.checks.base import CheckResult, CheckSpec
+from harness.checks.registry import CHECKS, check_names, get_check, run_check
+
+__all__ = ["CHECKS", "CheckResult", "CheckSpec", "check_names", "get_check", "run_check"]

@@ -1,0 +1,216 @@
+"""Protocol checks: the tool_use / tool_result pairing the Messages API requires of every agent loop.
+
+Every tool_use id of an assistant turn is answered by exactly one tool_result in the next user turn,
+in the same order, before anything else in that turn; no tool_result answers nothing; `is_error`
+appears on tool_result blocks only. The conversation checked is the one the requests carried (the
+deltas of a run, concatenated), so hand-written history in the first request is checked too. A run
+that ends on tool_use with no further request is not a violation: nothing was sent to check.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from harness.checks.base import CheckResult, CheckSpec, fail, ok, step_label
+from harness.trajectory import Run, Step, Trajectory
+
+NAME = "tool_ids_matched"
+
+_Problem = tuple[int | None, str]
+
+
+def _blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, list):
+        return [block for block in content if isinstance(block, dict)]
+    return []
+
+
+def _tool_use_ids(blocks: list[dict[str, Any]]) -> list[str]:
+    return [str(block.get("id")) for block in blocks if block.get("type") == "tool_use"]
+
+
+def _check_run(run: Run, tool_use_origin: dict[str, int]) -> tuple[list[_Problem], int]:
+    problems: list[_Problem] = []
+    checked = 0
+    conversation = run.conversation()
+    for position, (origin, message) in enumerate(conversation):
+        blocks = _blocks(message)
+        for block in blocks:
+            if "is_error" in block and block.get("type") != "tool_result":
+                problems.append(
+                    (
+                        origin,
+                        f"a {block.get('type')} block in a {message.get('role')} turn carries "
+                        "is_error, which belongs on tool_result blocks only",
+                    )
+                )
+        if message.get("role") == "user":
+            previous = conversation[position - 1][1] if position > 0 else None
+            if previous is None or previous.get("role") != "assistant" or not _tool_use_ids(_blocks(previous)):
+                for block in blocks:
+                    if block.get("type") == "tool_result":
+                        problems.append(
+                            (
+                                origin,
+                                f"tool_result for {block.get('tool_use_id')} follows no assistant turn with tool_use",
+                            )
+                        )
+            continue
+        if message.get("role") != "assistant":
+            continue
+        ids = _tool_use_ids(blocks)
+        if not ids:
+            continue
+        checked += len(ids)
+        where = ", ".join(f"{i} (step {tool_use_origin[i]})" if i in tool_use_origin else i for i in ids)
+        for tool_id, count in Counter(ids).items():
+            if count > 1:
+                problems.append((origin, f"tool_use id {tool_id} appears {count} times in one assistant turn"))
+        if position + 1 >= len(conversation):
+            problems.append((origin, f"tool_use {where} has no tool_result: the request ends with that turn"))
+            continue
+        next_origin, reply = conversation[position + 1]
+        if reply.get("role") != "user":
+            problems.append(
+                (
+                    next_origin,
+                    f"tool_use {where} has no tool_result in the next user turn (the next message is not a user turn)",
+                )
+            )
+            continue
+        problems.extend(_check_reply(ids, _reply_blocks(reply), next_origin, tool_use_origin))
+    return problems, checked
+
+
+def _reply_blocks(reply: Mapping[str, Any]) -> list[dict[str, Any]]:
+    content = reply.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return _blocks(reply)
+
+
+def _check_reply(
+    ids: list[str], blocks: list[dict[str, Any]], origin: int | None, tool_use_origin: dict[str, int]
+) -> list[_Problem]:
+    problems: list[_Problem] = []
+    leading: list[str] = []
+    for block in blocks:
+        if block.get("type") != "tool_result":
+            break
+        leading.append(str(block.get("tool_use_id")))
+    every = [str(block.get("tool_use_id")) for block in blocks if block.get("type") == "tool_result"]
+    counts = Counter(every)
+    for tool_id in ids:
+        source = f" (step {tool_use_origin[tool_id]})" if tool_id in tool_use_origin else ""
+        if counts[tool_id] == 0:
+            problems.append((origin, f"tool_use {tool_id}{source} has no tool_result in the next user turn"))
+        elif counts[tool_id] > 1:
+            problems.append((origin, f"tool_use {tool_id}{source} is answered by {counts[tool_id]} tool_results"))
+        elif tool_id not in leading:
+            problems.append((origin, f"the tool_result for {tool_id}{source} is not at the start of the user turn"))
+    for tool_id in dict.fromkeys(every):
+        if tool_id not in ids:
+            problems.append((origin, f"tool_result for {tool_id} answers no tool_use of the assistant turn before it"))
+    answered = [tool_id for tool_id in leading if tool_id in ids]
+    expected_order = [tool_id for tool_id in ids if tool_id in answered]
+    if not problems and answered != expected_order:
+        problems.append((origin, f"tool_results come in the order {answered}; the tool_use order was {ids}"))
+    return problems
+
+
+def _check_responses(steps: list[Step]) -> tuple[list[_Problem], dict[str, int]]:
+    problems: list[_Problem] = []
+    origin: dict[str, int] = {}
+    for step in steps:
+        for block in step.blocks:
+            if "is_error" in block and block.get("type") != "tool_result":
+                problems.append((step.index, f"the response's {block.get('type')} block carries is_error"))
+        ids = _tool_use_ids(step.blocks)
+        if step.stop_reason == "tool_use" and not any(call for call in step.tool_calls if not call.server):
+            problems.append((step.index, "stop_reason tool_use but the response has no tool_use block"))
+        for tool_id in ids:
+            if tool_id in origin:
+                problems.append((step.index, f"tool_use id {tool_id} was already used at step {origin[tool_id]}"))
+            else:
+                origin[tool_id] = step.index
+    return problems, origin
+
+
+def _check_echoes(run: Run) -> list[_Problem]:
+    """Each step's tool_use turn must be sent back, verbatim ids, in the run's next request."""
+    problems: list[_Problem] = []
+    following = [(step.index, step.delta) for step in run.steps[1:]]
+    if run.failed_request is not None:
+        following.append((None, run.failed_request.delta))
+    for step, (next_origin, delta) in zip(run.steps, following, strict=False):
+        ids = _tool_use_ids(step.blocks)
+        if not ids:
+            continue
+        sent = {
+            tool_id
+            for message in delta
+            if message.get("role") == "assistant"
+            for tool_id in _tool_use_ids(_blocks(message))
+        }
+        missing = [tool_id for tool_id in ids if tool_id not in sent]
+        if missing:
+            problems.append(
+                (
+                    next_origin,
+                    f"the request does not send back step {step.index}'s assistant turn "
+                    f"(tool_use {', '.join(missing)} missing), so its tool_results answer "
+                    "nothing",
+                )
+            )
+    return problems
+
+
+def tool_ids_matched(trajectory: Trajectory, params: Mapping[str, Any]) -> CheckResult:
+    problems, origin = _check_responses(trajectory.steps)
+    checked = 0
+    unanswered: list[str] = []
+    for run in trajectory.runs:
+        run_problems, run_checked = _check_run(run, origin)
+        problems.extend(_check_echoes(run))
+        problems.extend(run_problems)
+        checked += run_checked
+        if run.steps and run.failed_request is None:
+            unanswered.extend(call.id for call in run.steps[-1].tool_calls if not call.server)
+    if problems:
+        problems.sort(key=lambda item: (item[0] is None, item[0] or 0))
+        step, text = problems[0]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        return fail(
+            NAME,
+            f"{step_label(step)}: {text}{more}",
+            step=step,
+            problems=[{"step": s, "problem": p} for s, p in problems],
+        )
+    note = f"; {len(unanswered)} tool_use at the end of a run never sent back" if unanswered else ""
+    if checked == 0:
+        return ok(
+            NAME,
+            f"no tool_use was sent back in any request, so there was nothing to pair{note}",
+            tool_uses_checked=0,
+            unanswered_at_end=unanswered,
+        )
+    return ok(
+        NAME,
+        f"all {checked} tool_use ids sent back were answered in order by the next user turn{note}",
+        tool_uses_checked=checked,
+        unanswered_at_end=unanswered,
+    )
+
+
+CHECKS = (
+    CheckSpec(
+        name=NAME,
+        function=tool_ids_matched,
+        description="every tool_use id answered by exactly one tool_result at the start of the next user turn, "
+        "in order; no orphan, no duplicate; is_error only on tool_result blocks",
+        params_schema={"type": "object", "additionalProperties": False, "properties": {}},
+    ),
+)

@@ -1,0 +1,48 @@
+"""Every check by name: the one list the golden schema, the runner and `harness eval` read.
+
+A new check is a function in its family's module plus a `CheckSpec` in that module's CHECKS; this
+registry only gathers them. Check names are what golden files write under `check:`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from harness.checks import answer, dayflow, outcome, protocol, recovery, tool_calls
+from harness.checks.base import CheckResult, CheckSpec
+from harness.trajectory import Trajectory
+
+__all__ = ["CHECKS", "check_names", "get_check", "run_check"]
+
+_FAMILIES = (protocol, recovery, dayflow, tool_calls, answer, outcome)
+
+CHECKS: dict[str, CheckSpec] = {spec.name: spec for family in _FAMILIES for spec in family.CHECKS}
+
+
+def check_names() -> list[str]:
+    return sorted(CHECKS)
+
+
+def get_check(name: str) -> CheckSpec:
+    try:
+        return CHECKS[name]
+    except KeyError:
+        raise KeyError(f"unknown check {name!r}; known checks: {', '.join(check_names())}") from None
+
+
+def run_check(
+    name: str, trajectory: Trajectory, params: Mapping[str, Any] | None = None, *, label: str | None = None
+) -> CheckResult:
+    """Run one check. A check that crashes gives a failed result saying so, never a traceback mid-suite."""
+    spec = get_check(name)
+    try:
+        result = spec.function(trajectory, params or {})
+    except Exception as exc:  # a bug in a check must not hide the other checks' results
+        result = CheckResult(
+            name=name,
+            passed=False,
+            reason=f"the check itself crashed: {type(exc).__name__}: {exc}",
+            evidence={"exception": type(exc).__name__},
+        )
+    return result.named(label) if label and label != result.name else result

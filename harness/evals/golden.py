@@ -1,0 +1,253 @@
+"""Golden fixtures: which cassettes, which checks, with which parameters. Loaded strictly.
+
+A golden is a JSON file (conventionally under golden/):
+
+    {
+      "name": "dayflow-brief",
+      "description": "...",
+      "cassettes": ["cassettes/dayflow/brief.yaml"],
+      "run": "all",
+      "checks": [
+        {"check": "tool_ids_matched"},
+        {"check": "final_answer", "id": "sections", "params": {"sections": ["Today", "Needs a reply"]}}
+      ]
+    }
+
+Its JSON Schema is generated from the check registry (`golden_schema()`), so a check's parameters
+are validated by the check's own schema; golden/schema.json is a copy of it for editors, kept equal by
+a test. A file that breaks the schema, names an unknown check, or repeats a check id is a
+`GoldenError` naming the file and the JSON path. Relative cassette paths resolve against the project
+root (see `project_root`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from harness.cassette.format import json_path
+from harness.checks.registry import CHECKS, check_names
+from harness.errors import GoldenError
+
+__all__ = [
+    "Golden",
+    "GoldenCheck",
+    "golden_schema",
+    "load_golden",
+    "parse_golden",
+    "project_root",
+    "relative_to_root",
+    "validate_golden",
+]
+
+SCHEMA_ID = "https://loop-harness.local/schema/golden-v1.json"
+ROOT_MARKERS = ("pyproject.toml", ".git")
+
+
+def project_root(start: Path) -> Path:
+    """The nearest folder at or above `start` holding pyproject.toml or .git; else `start` itself.
+
+    Paths written in golden and suite files are relative to it, so `cassettes/dayflow/brief.yaml` and
+    `../shared/real-cassettes/...` mean the same from any working directory.
+    """
+    start = start.resolve()
+    folder = start if start.is_dir() else start.parent
+    for candidate in (folder, *folder.parents):
+        if any((candidate / marker).exists() for marker in ROOT_MARKERS):
+            return candidate
+    return folder
+
+
+def relative_to_root(path: Path, root: Path) -> str:
+    """`path` as a golden or suite writes it: relative to the root (with ../ when outside it), POSIX slashes."""
+    return Path(os.path.relpath(path.resolve(), root.resolve())).as_posix()
+
+
+@cache
+def golden_schema() -> dict[str, Any]:
+    """The JSON Schema of a golden file, with each check's parameters schema in place."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": "loop-harness golden fixture",
+        "description": "Which cassettes, which checks and their parameters. Generated from harness.checks; "
+        "do not edit by hand (python -m harness.evals.golden --write-schema golden/schema.json).",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["name", "cassettes", "checks"],
+        "properties": {
+            "$schema": {"type": "string"},
+            "name": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._/-]*$"},
+            "description": {"type": "string"},
+            "cassettes": {
+                "type": "array",
+                "minItems": 1,
+                "items": {"type": "string", "minLength": 1},
+                "description": "cassette files, relative to the project root (the folder with pyproject.toml)",
+            },
+            "run": {
+                "oneOf": [{"enum": ["all", "last"]}, {"type": "integer", "minimum": 1}],
+                "default": "all",
+                "description": "which conversation(s) of a cassette the checks see: all, the last, or run N",
+            },
+            "checks": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/check"}},
+        },
+        "$defs": {
+            "check": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["check"],
+                "properties": {
+                    "check": {"enum": check_names()},
+                    "id": {
+                        "type": "string",
+                        "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$",
+                        "description": "a label for this check, unique in the file; defaults to the check name",
+                    },
+                    "description": {"type": "string"},
+                    "params": {"type": "object"},
+                },
+                "allOf": [
+                    {
+                        "if": {"properties": {"check": {"const": name}}, "required": ["check"]},
+                        "then": {"properties": {"params": CHECKS[name].params_schema}},
+                    }
+                    for name in check_names()
+                ],
+            }
+        },
+    }
+
+
+@dataclass(frozen=True)
+class GoldenCheck:
+    check: str
+    id: str  # unique label within the golden; the check name unless given
+    params: dict[str, Any] = field(default_factory=dict)
+    description: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"check": self.check, "id": self.id, "params": self.params, "description": self.description}
+
+
+@dataclass(frozen=True)
+class Golden:
+    name: str
+    path: Path | None
+    cassettes: list[Path]  # resolved
+    checks: list[GoldenCheck]
+    run: str | int = "all"
+    description: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)  # the file as read
+    sha256: str | None = None
+
+
+def validate_golden(data: Any, *, file: str | Path | None = None) -> None:
+    """Raise GoldenError naming the file and the JSON path of the first problem."""
+    if not isinstance(data, Mapping):
+        raise GoldenError("a golden file must hold a JSON object", file=file, where="$")
+    checks = data.get("checks")
+    if isinstance(checks, list):
+        for index, item in enumerate(checks):
+            name = item.get("check") if isinstance(item, Mapping) else None
+            if isinstance(name, str) and name not in CHECKS:
+                raise GoldenError(
+                    f"unknown check {name!r}; known checks: {', '.join(check_names())}",
+                    file=file,
+                    where=f"$.checks[{index}].check",
+                )
+    validator = jsonschema.Draft202012Validator(golden_schema())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    if error is not None:
+        raise GoldenError(error.message, file=file, where=json_path(error.absolute_path))
+    seen: dict[str, int] = {}
+    for index, item in enumerate(data["checks"]):
+        label = item.get("id", item["check"])
+        if label in seen:
+            raise GoldenError(
+                f"check id {label!r} is used twice (also at $.checks[{seen[label]}]); give each repeated check an `id`",
+                file=file,
+                where=f"$.checks[{index}]",
+            )
+        seen[label] = index
+        hook = CHECKS[item["check"]].validate_params
+        if hook is not None:
+            for where, problem in hook(item.get("params") or {}):
+                raise GoldenError(problem, file=file, where=f"$.checks[{index}].params.{where}")
+
+
+def parse_golden(data: Mapping[str, Any], *, path: Path | None = None, root: Path | None = None) -> Golden:
+    """A validated golden from its JSON data; cassette paths resolve against `root` (default: from `path`)."""
+    validate_golden(data, file=path)
+    if root is None:
+        root = project_root(path) if path is not None else Path.cwd()
+    checks = [
+        GoldenCheck(
+            check=item["check"],
+            id=item.get("id", item["check"]),
+            params=dict(item.get("params") or {}),
+            description=item.get("description"),
+        )
+        for item in data["checks"]
+    ]
+    return Golden(
+        name=data["name"],
+        path=path,
+        cassettes=[(root / entry).resolve() for entry in data["cassettes"]],
+        checks=checks,
+        run=data.get("run", "all"),
+        description=data.get("description"),
+        data=dict(data),
+    )
+
+
+def read_json(path: Path, error: type[GoldenError] = GoldenError) -> tuple[Any, str]:
+    """A JSON file's data and sha256, or an error naming the file and the line of a syntax error."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise error("no such file", file=path) from None
+    except IsADirectoryError:
+        raise error("a folder, not a JSON file", file=path) from None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise error(f"not UTF-8 text (byte {err.start})", file=path) from None
+    except json.JSONDecodeError as err:
+        raise error(f"not valid JSON: {err.msg}", file=path, where=f"line {err.lineno}, column {err.colno}") from None
+    return data, hashlib.sha256(raw).hexdigest()
+
+
+def load_golden(path: str | Path) -> Golden:
+    path = Path(path)
+    data, digest = read_json(path)
+    golden = parse_golden(data, path=path)
+    return Golden(**{**golden.__dict__, "sha256": digest})
+
+
+def _main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from harness.cassette.format import atomic_write_text
+
+    parser = argparse.ArgumentParser(description="print or write the golden JSON Schema (generated from the checks)")
+    parser.add_argument("--write-schema", metavar="FILE", help="write it to FILE (e.g. golden/schema.json)")
+    args = parser.parse_args(argv)
+    text = json.dumps(golden_schema(), indent=2) + "\n"
+    if args.write_schema:
+        atomic_write_text(args.write_schema, text)
+    else:
+        print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

@@ -1,0 +1,166 @@
+"""Run eval cases: load each cassette, build its trajectory, run the golden's checks, record everything.
+
+The output is the canonical results document (see results.py and results.schema.json): every report
+(table, Markdown, JUnit, HTML, comparison) is a projection of it, so nothing is computed later that
+is not recorded here. A case whose cassette cannot be read is an `error` case (bad input), not a
+failure, and the other cases still run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from harness.checks.registry import run_check
+from harness.errors import HarnessError
+from harness.evals.results import build_results
+from harness.evals.suite import Case, Suite
+from harness.trajectory import Trajectory, load_cassette_any
+
+__all__ = ["ProgressCallback", "run_case", "run_suites"]
+
+ProgressCallback = Callable[[Case, dict[str, Any]], None]
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 3)
+
+
+def _cassette_record(case: Case) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "path": case.cassette_label,
+        "absolute_path": str(case.cassette),
+        "sha256": None,
+        "bytes": None,
+        "recorded_from": None,
+        "recorded_at": None,
+        "imported_from": None,
+        "fingerprints": {},
+        "interactions": None,
+    }
+    try:
+        raw = case.cassette.read_bytes()
+    except OSError:
+        return record
+    record["sha256"] = hashlib.sha256(raw).hexdigest()
+    record["bytes"] = len(raw)
+    return record
+
+
+def _trajectory_record(full: Trajectory, seen: Trajectory) -> dict[str, Any]:
+    outcome = seen.outcome
+    calls = seen.tool_calls
+    return {
+        "model": seen.model,
+        "runs": len(full.runs),
+        "runs_checked": [run.index for run in seen.runs],
+        "steps": len(seen.steps),
+        "tool_calls": len(calls),
+        "tool_errors": sum(1 for call in calls if call.result and call.result.is_error),
+        "attempts": sum(len(step.attempts) for step in seen.steps)
+        + sum(len(run.failed_request.attempts) for run in seen.runs if run.failed_request),
+        "outcome": outcome.to_dict() if outcome else None,
+        "stop_reasons": [step.stop_reason for step in seen.steps],
+        "tool_sequence": [
+            {
+                "step": call.step,
+                "name": call.name,
+                "server": call.server,
+                "is_error": bool(call.result and call.result.is_error),
+            }
+            for call in calls
+        ],
+        "final_text": seen.final_text,
+        "skipped_interactions": len(full.skipped),
+        "recorded_duration_ms": _recorded_duration(seen),
+    }
+
+
+def _recorded_duration(trajectory: Trajectory) -> float | None:
+    known = [step.duration_ms for step in trajectory.steps if step.duration_ms is not None]
+    return round(sum(known), 3) if known else None
+
+
+def run_case(case: Case) -> dict[str, Any]:
+    """One case as its results record: status passed | failed | error, checks, usage, cost, timings."""
+    started = time.perf_counter()
+    record: dict[str, Any] = {
+        "id": case.id,
+        "suite": case.suite,
+        "status": "error",
+        "cassette": _cassette_record(case),
+        "golden": {
+            "name": case.golden.name,
+            "path": case.golden_label,
+            "sha256": case.golden.sha256,
+            "run": case.golden.run,
+        },
+        "trajectory": None,
+        "usage": None,
+        "cost_usd": None,
+        "checks": [],
+        "error": None,
+        "timings": {"load_ms": None, "checks_ms": None, "total_ms": None},
+    }
+    try:
+        cassette = load_cassette_any(case.cassette)
+        full = Trajectory.from_cassette(cassette)
+        record["timings"]["load_ms"] = _ms(started)
+        meta = cassette.meta or {}
+        record["cassette"].update(
+            recorded_from=meta.get("source"),
+            recorded_at=meta.get("recorded_at"),
+            imported_from=meta.get("imported_from"),
+            fingerprints=dict(meta.get("fingerprints") or {}),
+            interactions=len(cassette.interactions),
+        )
+        try:
+            seen = full.select_runs(case.golden.run)
+        except ValueError as err:
+            raise HarnessError(str(err), file=case.golden.path, where="$.run") from None
+    except HarnessError as err:
+        record["error"] = {"reason": err.reason, "file": err.file, "where": err.where}
+        record["timings"]["total_ms"] = _ms(started)
+        return record
+
+    record["trajectory"] = _trajectory_record(full, seen)
+    record["usage"] = seen.usage.to_dict()
+    record["cost_usd"] = seen.cost_usd
+    checks_started = time.perf_counter()
+    for check in case.golden.checks:
+        check_started = time.perf_counter()
+        result = run_check(check.check, seen, check.params, label=check.id)
+        record["checks"].append(
+            {
+                "id": check.id,
+                "check": check.check,
+                "passed": result.passed,
+                "reason": result.reason,
+                "step": result.step,
+                "evidence": result.evidence,
+                "params": check.params,
+                "duration_ms": _ms(check_started),
+            }
+        )
+    record["timings"]["checks_ms"] = _ms(checks_started)
+    record["timings"]["total_ms"] = _ms(started)
+    record["status"] = "passed" if all(item["passed"] for item in record["checks"]) else "failed"
+    return record
+
+
+def run_suites(
+    suites: Iterable[Suite], *, golden_dir: Path | None = None, progress: ProgressCallback | None = None
+) -> dict[str, Any]:
+    suites = list(suites)
+    started = time.perf_counter()
+    records = []
+    for suite in suites:
+        for case in suite.cases:
+            record = run_case(case)
+            records.append(record)
+            if progress is not None:
+                progress(case, record)
+    return build_results(suites, records, golden_dir=golden_dir, duration_ms=_ms(started))

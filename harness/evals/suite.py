@@ -1,0 +1,182 @@
+"""Eval suites: YAML files under evals/ listing cases, each a cassette and the golden that judges it.
+
+    name: protocol
+    description: every real recording keeps the tool_use/tool_result protocol and ends as expected
+    cases:
+      - golden: protocol/end_turn.json                 # one case per cassette the golden names
+      - golden: dayflow/brief.json
+        cassette: cassettes/dayflow/brief_stream.yaml  # this cassette instead of the golden's own
+        id: dayflow-brief-stream                        # optional; must be unique
+
+Golden paths are relative to the golden folder (`--golden DIR`, default <root>/golden); cassette paths
+to the project root (the nearest folder with pyproject.toml or .git), so a suite reads the same from
+any working directory. `harness eval` also takes a golden file or a folder as a suite.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from harness.cassette.format import json_path
+from harness.errors import GoldenError
+from harness.evals.golden import Golden, load_golden, project_root, relative_to_root
+
+__all__ = ["Case", "Suite", "bundled_suite_dir", "discover_suites", "load_suite", "suite_schema"]
+
+SUITE_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    suite: str
+    cassette: Path
+    golden: Golden
+    cassette_label: str  # the cassette path relative to the project root
+    golden_label: str  # the golden path relative to the project root
+
+
+@dataclass
+class Suite:
+    name: str
+    path: Path | None
+    cases: list[Case] = field(default_factory=list)
+    description: str | None = None
+    root: Path | None = None
+
+
+@cache
+def suite_schema() -> dict[str, Any]:
+    text = resources.files("harness.evals").joinpath("suite.schema.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def _read_suite(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise GoldenError("no such suite file", file=path) from None
+    except UnicodeDecodeError as err:
+        raise GoldenError(f"not UTF-8 text (byte {err.start})", file=path) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
+        raise GoldenError(f"not valid YAML: {err.problem or err}", file=path, where=where) from None
+    except yaml.YAMLError as err:
+        raise GoldenError(f"not valid YAML: {err}", file=path) from None
+
+
+def _case_ids(golden: Golden, cassettes: list[Path], root: Path) -> list[str]:
+    """Readable unique ids: the golden's name, then each cassette relative to what they share."""
+    if len(cassettes) == 1:
+        return [f"{golden.name}/{cassettes[0].name}"]
+    labels = [relative_to_root(path, root) for path in cassettes]
+    parts = [label.split("/") for label in labels]
+    shared = 0
+    while all(len(p) > shared + 1 for p in parts) and len({p[shared] for p in parts}) == 1:
+        shared += 1
+    return [f"{golden.name}/{'/'.join(p[shared:])}" for p in parts]
+
+
+def load_suite(path: str | Path, *, golden_dir: str | Path | None = None) -> Suite:
+    """A suite file, every golden it names loaded and validated (any problem is a GoldenError)."""
+    path = Path(path)
+    data = _read_suite(path)
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(suite_schema()).iter_errors(data))
+    if error is not None:
+        raise GoldenError(error.message, file=path, where=json_path(error.absolute_path))
+    root = project_root(path)
+    goldens = Path(golden_dir) if golden_dir is not None else root / "golden"
+    suite = Suite(name=data["name"], path=path, description=data.get("description"), root=root)
+    seen: dict[str, str] = {}
+    for index, entry in enumerate(data["cases"]):
+        golden_path = goldens / entry["golden"]
+        if not golden_path.is_file():
+            raise GoldenError(
+                f"golden {entry['golden']!r} not found in {goldens}", file=path, where=f"$.cases[{index}].golden"
+            )
+        golden = load_golden(golden_path)
+        cassettes = [(root / entry["cassette"]).resolve()] if "cassette" in entry else golden.cassettes
+        ids = [entry["id"]] if "id" in entry else _case_ids(golden, cassettes, root)
+        for case_id, cassette in zip(ids, cassettes, strict=True):
+            if case_id in seen:
+                raise GoldenError(
+                    f"case id {case_id!r} appears twice (also {seen[case_id]}); give one an `id`",
+                    file=path,
+                    where=f"$.cases[{index}]",
+                )
+            seen[case_id] = f"$.cases[{index}]"
+            suite.cases.append(
+                Case(
+                    id=case_id,
+                    suite=suite.name,
+                    cassette=cassette,
+                    golden=golden,
+                    cassette_label=relative_to_root(cassette, root),
+                    golden_label=relative_to_root(golden_path, root),
+                )
+            )
+    return suite
+
+
+def _golden_as_suite(path: Path) -> Suite:
+    golden = load_golden(path)
+    root = project_root(path)
+    ids = _case_ids(golden, golden.cassettes, root)
+    cases = [
+        Case(
+            id=case_id,
+            suite=golden.name,
+            cassette=cassette,
+            golden=golden,
+            cassette_label=relative_to_root(cassette, root),
+            golden_label=relative_to_root(path, root),
+        )
+        for case_id, cassette in zip(ids, golden.cassettes, strict=True)
+    ]
+    return Suite(name=golden.name, path=path, cases=cases, description=golden.description, root=root)
+
+
+def bundled_suite_dir(cwd: Path | None = None) -> Path | None:
+    """evals/ of the project the command runs in, else of the harness checkout itself; None if neither."""
+    for root in (project_root(cwd or Path.cwd()), Path(__file__).resolve().parents[2]):
+        candidate = root / "evals"
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def discover_suites(paths: Iterable[str | Path], *, golden_dir: str | Path | None = None) -> list[Suite]:
+    """Suites from suite files (.yaml), golden files (.json) and folders of either."""
+    suites: list[Suite] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.suffix in SUITE_SUFFIXES and p.is_file())
+            if found:
+                suites.extend(load_suite(p, golden_dir=golden_dir) for p in found)
+                continue
+            goldens = sorted(p for p in path.rglob("*.json") if p.is_file() and p.name != "schema.json")
+            if not goldens:
+                raise GoldenError("no suite (.yaml) or golden (.json) files in this folder", file=path)
+            suites.extend(_golden_as_suite(p) for p in goldens)
+        elif path.suffix in SUITE_SUFFIXES:
+            suites.append(load_suite(path, golden_dir=golden_dir))
+        elif path.suffix == ".json":
+            suites.append(_golden_as_suite(path))
+        elif not path.exists():
+            raise GoldenError("no such file or folder", file=path)
+        else:
+            raise GoldenError("not a suite (.yaml), a golden (.json) or a folder of them", file=path)
+    return suites

@@ -1,0 +1,847 @@
+"""The trajectory of an agent run: Anthropic-native steps, derived from a cassette or from a loop run.
+
+A step is one /v1/messages exchange that returned a Message: what the request added to the
+conversation (the delta), the response blocks, the stop_reason, the usage and the tool calls with the
+results found in the next request. Failed calls (a 529, a timeout) are attempts of the step that
+followed them; failures that nothing followed end the run as its `failed_request`.
+
+Runs. One cassette can hold several conversations (pydantic-ai's tool-search eval holds 4 in 11
+interactions). A request continues the current run when the previous request's messages are a proper
+prefix of its own (or are equal and that request failed: a retry); otherwise it starts a new run. So a
+`Trajectory` holds `runs`, and steps are numbered 1..N across the whole trajectory, so that "step 5"
+names one step of one file. Checks see every run unless a golden selects some (`select_runs`).
+
+Prefix comparison uses a skeleton of each message (roles, text, tool ids, is_error) and ignores
+thinking blocks, cache_control and tool_result contents, so that a client that compacts old tool
+results or moves its cache breakpoint still reads as one conversation.
+
+The same run gives the same trajectory whether read from its cassette or from its `RunResult`:
+`from_cassette(c).comparable() == from_run(r).comparable()`. `comparable()` leaves out what the two
+records cannot share: timings, provenance, and the attempts inside a call (the SDK retries a 529 out
+of the loop's sight, while the cassette records every try).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.fingerprint import fingerprint
+
+if TYPE_CHECKING:
+    from harness.cassette.format import CassetteFile
+
+__all__ = [
+    "TRAJECTORY_VERSION",
+    "Attempt",
+    "Exchange",
+    "FailedRequest",
+    "Run",
+    "RunOutcome",
+    "Step",
+    "ToolCall",
+    "ToolResult",
+    "Trajectory",
+    "Usage",
+    "canonical_json",
+    "load_cassette_any",
+    "load_trajectory",
+]
+
+TRAJECTORY_VERSION = 1
+MESSAGES_PATH = "/v1/messages"
+_THINKING = ("thinking", "redacted_thinking")
+
+
+def canonical_json(value: Any) -> str:
+    """One spelling per value: keys sorted, no spaces. Two tool inputs are the same call iff these match."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+# --- the parts of a trajectory ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts, each kind apart: the API reports them apart and prices them differently."""
+
+    input: int = 0
+    output: int = 0
+    cache_write: int = 0  # usage.cache_creation_input_tokens
+    cache_read: int = 0  # usage.cache_read_input_tokens
+
+    KINDS = ("input", "output", "cache_write", "cache_read")
+
+    @property
+    def total(self) -> int:
+        return self.input + self.output + self.cache_write + self.cache_read
+
+    @classmethod
+    def from_api(cls, usage: Any) -> Usage:
+        """From a Messages API `usage` object; every field is optional (2024 recordings lack the cache ones)."""
+        if not isinstance(usage, Mapping):
+            return cls()
+
+        def count(name: str) -> int:
+            value = usage.get(name)
+            return int(value) if isinstance(value, int | float) else 0
+
+        return cls(
+            input=count("input_tokens"),
+            output=count("output_tokens"),
+            cache_write=count("cache_creation_input_tokens"),
+            cache_read=count("cache_read_input_tokens"),
+        )
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(*(getattr(self, kind) + getattr(other, kind) for kind in self.KINDS))
+
+    def to_dict(self) -> dict[str, int]:
+        return {kind: getattr(self, kind) for kind in self.KINDS} | {"total": self.total}
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The tool_result that answered a tool call."""
+
+    content: str  # text parts joined; other parts (images) as "[image]"
+    is_error: bool
+    step: int | None  # the step whose request carried it; None when that request got no message
+
+    @property
+    def chars(self) -> int:
+        return len(self.content)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"content": self.content, "chars": self.chars, "is_error": self.is_error, "step": self.step}
+
+
+@dataclass
+class ToolCall:
+    """A tool_use (client tool) or server_tool_use block of a response, with its result when one was found."""
+
+    id: str
+    name: str
+    input: Any
+    step: int
+    server: bool = False  # run by the API (web search, code execution); its result is in the same response
+    result: ToolResult | None = None
+
+    @property
+    def key(self) -> str:
+        """Same tool, same canonical input: the identity of a call for retry and loop detection."""
+        return f"{self.name} {canonical_json(self.input)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "input": self.input,
+            "step": self.step,
+            "server": self.server,
+            "result": self.result.to_dict() if self.result else None,
+        }
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One try at a call: the recorded HTTP exchange (or the loop's call) and how it ended."""
+
+    status: int | None  # HTTP status; None for a connection failure, or an error the loop saw without one
+    error_type: str | None = None  # "overloaded_error", "timeout", ...; None when the try returned a message
+    error_message: str | None = None
+    interaction: int | None = None  # position in the cassette; None for a loop run
+    stream: bool = False
+    duration_ms: float | None = None  # known for loop runs, and for streams recorded with offsets
+    first_token_ms: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error_type is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "ok": self.ok,
+            "error_type": self.error_type,
+            "error_message": self.error_message,
+            "interaction": self.interaction,
+            "stream": self.stream,
+            "duration_ms": self.duration_ms,
+            "first_token_ms": self.first_token_ms,
+        }
+
+
+@dataclass
+class Step:
+    index: int  # 1..N across the whole trajectory
+    run: int  # 1..R
+    request: dict[str, Any]  # model, max_tokens, stream, tools (names), system fingerprint, message_count
+    delta: list[dict[str, Any]]  # the messages this request added since the previous step of the run
+    message_id: str | None
+    model: str | None
+    blocks: list[dict[str, Any]]  # response content blocks, None-valued keys left out
+    stop_reason: str | None
+    stop_sequence: str | None
+    usage: Usage
+    usage_counted: bool  # False when the same message id was already counted (a replayed duplicate)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "".join(block.get("text", "") for block in self.blocks if block.get("type") == "text")
+
+    @property
+    def duration_ms(self) -> float | None:
+        known = [a.duration_ms for a in self.attempts if a.duration_ms is not None]
+        return round(sum(known), 3) if known else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "run": self.run,
+            "request": self.request,
+            "delta": self.delta,
+            "response": {
+                "id": self.message_id,
+                "model": self.model,
+                "blocks": self.blocks,
+                "stop_reason": self.stop_reason,
+                "stop_sequence": self.stop_sequence,
+            },
+            "usage": self.usage.to_dict(),
+            "usage_counted": self.usage_counted,
+            "tool_calls": [call.to_dict() for call in self.tool_calls],
+            "attempts": [attempt.to_dict() for attempt in self.attempts],
+            "duration_ms": self.duration_ms,
+        }
+
+
+@dataclass
+class FailedRequest:
+    """The request a run ended on: every try failed (an API error, a timeout), so no step came of it."""
+
+    request: dict[str, Any]
+    delta: list[dict[str, Any]]
+    attempts: list[Attempt]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "request": self.request,
+            "delta": self.delta,
+            "attempts": [attempt.to_dict() for attempt in self.attempts],
+        }
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How a run ended: on a stop_reason (kind "stop") or on a request that never got a message ("error")."""
+
+    kind: str  # "stop" | "error"
+    stop_reason: str | None = None
+    step: int | None = None  # the last step of the run
+    status: int | None = None  # for errors: the last try's HTTP status
+    error_type: str | None = None
+    error_message: str | None = None
+
+    def describe(self) -> str:
+        if self.kind == "stop":
+            return f"stop_reason {self.stop_reason}"
+        status = f"HTTP {self.status} " if self.status else ""
+        return f"error {status}{self.error_type or ''}".strip()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "stop_reason": self.stop_reason,
+            "step": self.step,
+            "status": self.status,
+            "error_type": self.error_type,
+            "error_message": self.error_message,
+        }
+
+
+@dataclass
+class Run:
+    index: int
+    steps: list[Step] = field(default_factory=list)
+    failed_request: FailedRequest | None = None
+
+    @property
+    def outcome(self) -> RunOutcome:
+        last = self.steps[-1] if self.steps else None
+        if self.failed_request is not None:
+            final = self.failed_request.attempts[-1]
+            return RunOutcome(
+                kind="error",
+                step=last.index if last else None,
+                status=final.status,
+                error_type=final.error_type,
+                error_message=final.error_message,
+            )
+        assert last is not None  # a run holds at least one step or a failed request
+        return RunOutcome(kind="stop", stop_reason=last.stop_reason, step=last.index)
+
+    @property
+    def final_text(self) -> str:
+        return self.steps[-1].text if self.steps else ""
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [call for step in self.steps for call in step.tool_calls]
+
+    @property
+    def usage(self) -> Usage:
+        return sum((step.usage for step in self.steps if step.usage_counted), Usage())
+
+    def conversation(self) -> list[tuple[int | None, dict[str, Any]]]:
+        """The run's messages in order, each with the step whose request added it (None: the failed request).
+
+        Deltas concatenate to the last request's conversation, because each request extends the one before.
+        """
+        out: list[tuple[int | None, dict[str, Any]]] = []
+        for step in self.steps:
+            out.extend((step.index, message) for message in step.delta)
+        if self.failed_request is not None:
+            out.extend((None, message) for message in self.failed_request.delta)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "steps": [step.to_dict() for step in self.steps],
+            "failed_request": self.failed_request.to_dict() if self.failed_request else None,
+            "outcome": self.outcome.to_dict(),
+            "final_text": self.final_text,
+            "usage": self.usage.to_dict(),
+        }
+
+
+# --- what the builder reads: one exchange per /v1/messages call ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One /v1/messages call as either record gives it: the request body and the Message or the error."""
+
+    request: Mapping[str, Any]
+    message: Mapping[str, Any] | None  # the Message JSON; None when the call failed
+    status: int | None = None
+    error_type: str | None = None
+    error_message: str | None = None
+    interaction: int | None = None
+    duration_ms: float | None = None
+    first_token_ms: float | None = None
+
+    def attempt(self) -> Attempt:
+        return Attempt(
+            status=self.status,
+            error_type=None if self.message is not None else (self.error_type or "error"),
+            error_message=None if self.message is not None else self.error_message,
+            interaction=self.interaction,
+            stream=bool(self.request.get("stream")),
+            duration_ms=self.duration_ms,
+            first_token_ms=self.first_token_ms,
+        )
+
+
+# --- the trajectory ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Trajectory:
+    runs: list[Run]
+    source: dict[str, Any] = field(default_factory=dict)
+    skipped: list[dict[str, Any]] = field(default_factory=list)  # interactions that are not Messages API calls
+
+    # -- construction --------------------------------------------------------------------------------------
+    @classmethod
+    def from_exchanges(
+        cls,
+        exchanges: Iterable[Exchange],
+        *,
+        source: Mapping[str, Any] | None = None,
+        skipped: Sequence[Mapping[str, Any]] = (),
+    ) -> Trajectory:
+        return _Builder(source or {}, skipped).build(exchanges)
+
+    @classmethod
+    def from_cassette(cls, cassette: CassetteFile) -> Trajectory:
+        exchanges: list[Exchange] = []
+        skipped: list[dict[str, Any]] = []
+        for position, interaction in enumerate(cassette.interactions):
+            exchange, why_not = _exchange_of_interaction(position, interaction)
+            if exchange is None:
+                skipped.append({"interaction": position, "reason": why_not})
+            else:
+                exchanges.append(exchange)
+        meta = cassette.meta or {}
+        source = {
+            "kind": "cassette",
+            "path": str(cassette.path) if cassette.path else None,
+            "recorded_from": meta.get("source"),
+            "recorded_at": meta.get("recorded_at"),
+            "imported_from": meta.get("imported_from"),
+            "fingerprints": meta.get("fingerprints") or {},
+        }
+        return cls.from_exchanges(exchanges, source=source, skipped=skipped)
+
+    @classmethod
+    def from_run(cls, result: Any) -> Trajectory:
+        """From a `harness.loop.RunResult`: its `calls` (exact request bodies and Messages), in order.
+
+        A call that failed after the SDK's retries has an event but no `ModelCall`; its request was the
+        conversation the run ended with (`result.messages`), so it becomes the run's failed request.
+        """
+        exchanges = [
+            Exchange(request=call.request, message=call.response, status=200, duration_ms=call.duration_ms)
+            for call in result.calls
+        ]
+        completed = len(result.calls)
+        for event in result.events:
+            data = event.data or {}
+            if event.kind == "model_call" and "error" in data and event.step > completed:
+                text = str(data["error"])
+                exchanges.append(
+                    Exchange(
+                        request={"model": result.model, "messages": result.messages},
+                        message=None,
+                        status=_status_in(text),
+                        error_type=_api_error_type_in(text) or text.split(":", 1)[0] or "error",
+                        error_message=text,
+                        duration_ms=event.duration_ms,
+                    )
+                )
+        outcome = getattr(result, "outcome", None)
+        source = {"kind": "run", "model": result.model, "loop_outcome": getattr(outcome, "value", outcome)}
+        return cls.from_exchanges(exchanges, source=source)
+
+    # -- reading ---------------------------------------------------------------------------------------------
+    @property
+    def steps(self) -> list[Step]:
+        return [step for run in self.runs for step in run.steps]
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [call for run in self.runs for call in run.tool_calls]
+
+    @property
+    def last_run(self) -> Run | None:
+        return self.runs[-1] if self.runs else None
+
+    @property
+    def final_text(self) -> str:
+        return self.runs[-1].final_text if self.runs else ""
+
+    @property
+    def final_step(self) -> Step | None:
+        """The last run's last step: the one whose text is the final answer (None when that run got none)."""
+        run = self.last_run
+        return run.steps[-1] if run is not None and run.steps else None
+
+    @property
+    def outcome(self) -> RunOutcome | None:
+        return self.runs[-1].outcome if self.runs else None
+
+    @property
+    def usage(self) -> Usage:
+        return sum((run.usage for run in self.runs), Usage())
+
+    @property
+    def model(self) -> str | None:
+        """The model that answered last (the dated id), else the one last asked for."""
+        for step in reversed(self.steps):
+            if step.model or step.request.get("model"):
+                return step.model or step.request.get("model")
+        for run in reversed(self.runs):
+            if run.failed_request is not None and run.failed_request.request.get("model"):
+                return run.failed_request.request["model"]
+        return None
+
+    @property
+    def cost_usd(self) -> float | None:
+        """List-price estimate summed per step; None when any counted step's model has no known price."""
+        try:
+            from harness.pricing import estimate_cost
+        except ImportError:  # pricing is optional for reading a trajectory
+            return None
+        total = 0.0
+        for step in self.steps:
+            if not step.usage_counted:
+                continue
+            model = step.model or step.request.get("model") or ""
+            cost = estimate_cost(model, step.usage.to_dict())
+            if cost is None:
+                return None
+            total += cost
+        return round(total, 6)
+
+    def select_runs(self, which: str | int) -> Trajectory:
+        """Only some runs: "all", "last", or a run number (1-based). Step numbers stay as they were."""
+        if which == "all":
+            runs = list(self.runs)
+        elif which == "last":
+            runs = self.runs[-1:]
+        elif isinstance(which, int) and 1 <= which <= len(self.runs):
+            runs = [self.runs[which - 1]]
+        else:
+            raise ValueError(f"no run {which!r}: this trajectory has {len(self.runs)} run(s)")
+        return Trajectory(runs=runs, source=dict(self.source), skipped=list(self.skipped))
+
+    # -- JSON --------------------------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        outcome = self.outcome
+        return {
+            "trajectory_version": TRAJECTORY_VERSION,
+            "source": self.source,
+            "model": self.model,
+            "outcome": outcome.to_dict() if outcome else None,
+            "final_text": self.final_text,
+            "usage": self.usage.to_dict(),
+            "cost_usd": self.cost_usd,
+            "counts": {
+                "runs": len(self.runs),
+                "steps": len(self.steps),
+                "tool_calls": len(self.tool_calls),
+                "attempts": sum(len(s.attempts) for s in self.steps)
+                + sum(len(r.failed_request.attempts) for r in self.runs if r.failed_request),
+            },
+            "runs": [run.to_dict() for run in self.runs],
+            "skipped": self.skipped,
+        }
+
+    def comparable(self) -> dict[str, Any]:
+        """`to_dict()` without what two records of one run cannot share: provenance, timings, attempts."""
+        data = self.to_dict()
+        data.pop("source")
+        data["counts"].pop("attempts")
+        data.pop("skipped")
+        for run in data["runs"]:
+            for step in run["steps"]:
+                step.pop("attempts")
+                step.pop("duration_ms")
+            if run["failed_request"] is not None:
+                run["failed_request"] = {"delta": run["failed_request"]["delta"]}
+            for key in ("status", "error_type", "error_message"):
+                run["outcome"].pop(key)
+        if data["outcome"] is not None:
+            for key in ("status", "error_type", "error_message"):
+                data["outcome"].pop(key)
+        return data
+
+
+# --- building ------------------------------------------------------------------------------------------------
+
+
+class _Builder:
+    def __init__(self, source: Mapping[str, Any], skipped: Sequence[Mapping[str, Any]]) -> None:
+        self.source = dict(source)
+        self.skipped = [dict(item) for item in skipped]
+        self.runs: list[Run] = []
+        self.step_count = 0
+        self.seen_ids: set[str] = set()
+
+    def build(self, exchanges: Iterable[Exchange]) -> Trajectory:
+        run: Run | None = None
+        base = 0  # messages in the request of the run's last step: the next delta starts after them
+        pending: list[tuple[Exchange, list[dict[str, Any]]]] = []
+        previous: tuple[list[Any], bool] | None = None  # (skeleton, failed) of the previous request
+
+        for exchange in exchanges:
+            messages = _messages_of(exchange.request)
+            skeleton = [_skeleton(message) for message in messages]
+            if run is None or not _continues(previous, skeleton):
+                self._close(run, pending, base)
+                run = Run(index=len(self.runs) + 1)
+                self.runs.append(run)
+                base, pending = 0, []
+            if exchange.message is None:
+                pending.append((exchange, messages))
+            else:
+                attempts = [item.attempt() for item, _ in pending] + [exchange.attempt()]
+                run.steps.append(self._step(run, exchange, messages[base:], attempts))
+                base, pending = len(messages), []
+            previous = (skeleton, exchange.message is None)
+        self._close(run, pending, base)
+        for each in self.runs:
+            _attach_results(each)
+        return Trajectory(runs=self.runs, source=self.source, skipped=self.skipped)
+
+    def _close(self, run: Run | None, pending: list[tuple[Exchange, list[dict[str, Any]]]], base: int) -> None:
+        if run is None or not pending:
+            return
+        last_exchange, last_messages = pending[-1]
+        run.failed_request = FailedRequest(
+            request=_request_summary(last_exchange.request, last_messages),
+            delta=last_messages[base:],
+            attempts=[item.attempt() for item, _ in pending],
+        )
+
+    def _step(self, run: Run, exchange: Exchange, delta: list[dict[str, Any]], attempts: list[Attempt]) -> Step:
+        self.step_count += 1
+        index = self.step_count
+        message = exchange.message or {}
+        message_id = message.get("id") if isinstance(message.get("id"), str) else None
+        counted = message_id is None or message_id not in self.seen_ids
+        if message_id is not None:
+            self.seen_ids.add(message_id)
+        blocks = [_clean_block(block) for block in message.get("content") or [] if isinstance(block, Mapping)]
+        step = Step(
+            index=index,
+            run=run.index,
+            request=_request_summary(exchange.request, _messages_of(exchange.request)),
+            delta=delta,
+            message_id=message_id,
+            model=message.get("model"),
+            blocks=blocks,
+            stop_reason=message.get("stop_reason"),
+            stop_sequence=message.get("stop_sequence"),
+            usage=Usage.from_api(message.get("usage")),
+            usage_counted=counted,
+            attempts=attempts,
+        )
+        step.tool_calls = _tool_calls_of(blocks, index)
+        return step
+
+
+def _continues(previous: tuple[list[Any], bool] | None, skeleton: list[Any]) -> bool:
+    if previous is None:
+        return False
+    before, failed = previous
+    if len(before) < len(skeleton):
+        return skeleton[: len(before)] == before
+    return failed and skeleton == before  # a retry of a request that got no message
+
+
+def _messages_of(request: Mapping[str, Any]) -> list[dict[str, Any]]:
+    messages = request.get("messages")
+    return [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+
+
+def _blocks_of(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return [block for block in content if isinstance(block, dict)]
+    return []
+
+
+def _skeleton(message: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What identifies a message across requests, whatever a client re-sends differently."""
+    keys: list[Any] = []
+    for block in _blocks_of(message):
+        kind = block.get("type")
+        if kind in _THINKING:
+            continue  # some clients drop earlier thinking blocks; the API ignores them anyway
+        if kind == "text":
+            text = str(block.get("text", "")).strip()
+            if text:
+                keys.append(("text", text))
+        elif kind == "tool_result":
+            keys.append(("tool_result", block.get("tool_use_id"), bool(block.get("is_error"))))
+        elif "id" in block:
+            keys.append((kind, block.get("id")))
+        elif "tool_use_id" in block:
+            keys.append((kind, block.get("tool_use_id")))
+        else:
+            rest = {k: v for k, v in block.items() if k not in ("cache_control", "citations")}
+            keys.append((kind, hashlib.sha256(canonical_json(rest).encode()).hexdigest()[:16]))
+    return (message.get("role"), tuple(keys))
+
+
+def _clean_block(block: Mapping[str, Any]) -> dict[str, Any]:
+    # A Message from the SDK spells absent fields as null; the wire JSON often leaves them out.
+    return {key: value for key, value in block.items() if value is not None}
+
+
+def _request_summary(request: Mapping[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
+    tools = request.get("tools")
+    names = [t.get("name") for t in tools if isinstance(t, Mapping)] if isinstance(tools, list) else []
+    return {
+        "model": request.get("model"),
+        "max_tokens": request.get("max_tokens"),
+        "stream": bool(request.get("stream")),
+        "tools": names,
+        "system": fingerprint(request.get("system")),
+        "message_count": len(messages),
+    }
+
+
+def _tool_calls_of(blocks: list[dict[str, Any]], step: int) -> list[ToolCall]:
+    calls = []
+    server_results: dict[str, dict[str, Any]] = {}
+    for block in blocks:
+        kind = str(block.get("type", ""))
+        if kind.endswith("_tool_result") and "tool_use_id" in block:
+            server_results[str(block["tool_use_id"])] = block
+    for block in blocks:
+        kind = block.get("type")
+        if kind not in ("tool_use", "server_tool_use"):
+            continue
+        call = ToolCall(
+            id=str(block.get("id", "")),
+            name=str(block.get("name", "")),
+            input=block.get("input", {}),
+            step=step,
+            server=kind == "server_tool_use",
+        )
+        if call.server and call.id in server_results:
+            answer = server_results[call.id]
+            content = answer.get("content")
+            failed = isinstance(content, Mapping) and str(content.get("type", "")).endswith("_error")
+            call.result = ToolResult(content=_content_text(content), is_error=failed, step=step)
+        calls.append(call)
+    return calls
+
+
+def _content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, Mapping) and part.get("type") == "text":
+                parts.append(str(part.get("text", "")))
+            elif isinstance(part, Mapping):
+                parts.append(f"[{part.get('type', 'block')}]")
+            else:
+                parts.append(str(part))
+        return "".join(parts)
+    return canonical_json(content)
+
+
+def _attach_results(run: Run) -> None:
+    """Each client tool call's result is in the next request of the run: the next step's, or the failed one."""
+    requests: list[tuple[int | None, list[dict[str, Any]]]] = [(step.index, step.delta) for step in run.steps]
+    if run.failed_request is not None:
+        requests.append((None, run.failed_request.delta))
+    for position, step in enumerate(run.steps):
+        if position + 1 >= len(requests):
+            break
+        carrier, delta = requests[position + 1]
+        results: dict[str, dict[str, Any]] = {}
+        for message in delta:
+            if message.get("role") != "user":
+                continue
+            for block in _blocks_of(message):
+                if block.get("type") == "tool_result":
+                    results.setdefault(str(block.get("tool_use_id")), block)
+        for call in step.tool_calls:
+            if call.server or call.id not in results:
+                continue
+            block = results[call.id]
+            call.result = ToolResult(
+                content=_content_text(block.get("content")), is_error=bool(block.get("is_error")), step=carrier
+            )
+
+
+# --- reading cassettes ---------------------------------------------------------------------------------------
+
+
+def _exchange_of_interaction(position: int, interaction: Mapping[str, Any]) -> tuple[Exchange | None, str]:
+    from harness.cassette.wire import response_message
+
+    request = interaction.get("request") or {}
+    method = str(request.get("method", "")).upper()
+    path = str(request.get("path", ""))
+    if method != "POST" or not path.rstrip("/").endswith(MESSAGES_PATH):
+        return None, f"{method} {path} is not a Messages API call"
+    body = request.get("body")
+    if not isinstance(body, Mapping) or not isinstance(body.get("messages"), list):
+        return None, "the request body has no messages list"
+    if "error" in interaction:  # a connection failure: no response at all
+        failure = interaction["error"] or {}
+        return Exchange(
+            request=body,
+            message=None,
+            status=None,
+            error_type=str(failure.get("kind", "connection")),
+            error_message=failure.get("message"),
+            interaction=position,
+        ), ""
+    response = interaction.get("response") or {}
+    status = response.get("status")
+    status = int(status) if isinstance(status, int) else None
+    payload = response_message(response)
+    duration, first_token = _stream_timing(response.get("events"))
+    # A stream cut off before its message_delta carried no answer the SDK would return: a failed try.
+    complete = not response.get("truncated") and ("events" not in response or bool((payload or {}).get("stop_reason")))
+    if status == 200 and isinstance(payload, Mapping) and _is_message(payload) and complete:
+        return Exchange(
+            request=body,
+            message=payload,
+            status=status,
+            interaction=position,
+            duration_ms=duration,
+            first_token_ms=first_token,
+        ), ""
+    error = payload.get("error") if isinstance(payload, Mapping) else None
+    error = error if isinstance(error, Mapping) else {}
+    cut = status == 200 and not error
+    return Exchange(
+        request=body,
+        message=None,
+        status=status,
+        error_type=str(error.get("type") or ("stream_truncated" if cut else f"http_{status}")),
+        error_message=error.get("message") or ("the stream ended before the message did" if cut else None),
+        interaction=position,
+        duration_ms=duration,
+        first_token_ms=first_token,
+    ), ""
+
+
+def _is_message(payload: Mapping[str, Any]) -> bool:
+    return payload.get("type") == "message" or (payload.get("role") == "assistant" and "content" in payload)
+
+
+def _stream_timing(events: Any) -> tuple[float | None, float | None]:
+    if not isinstance(events, list):
+        return None, None
+    offsets = [e.get("offset_ms") for e in events if isinstance(e, Mapping) and e.get("offset_ms") is not None]
+    if not offsets:
+        return None, None
+    first = next(
+        (e.get("offset_ms") for e in events if isinstance(e, Mapping) and e.get("event") == "content_block_delta"),
+        None,
+    )
+    return float(offsets[-1]), float(first) if first is not None else None
+
+
+def _status_in(text: str) -> int | None:
+    """The HTTP status the SDK names in an APIStatusError's text ("Error code: 529 - ...")."""
+    found = re.search(r"Error code: (\d{3})", text)
+    return int(found.group(1)) if found else None
+
+
+def _api_error_type_in(text: str) -> str | None:
+    """The API error type inside an APIStatusError's text (its body is printed as a Python dict)."""
+    found = re.search(r"'error': \{'type': '([a-z_]+)'", text)
+    return found.group(1) if found else None
+
+
+def load_cassette_any(path: str | Path) -> CassetteFile:
+    """Our cassette, or a foreign one (vcrpy, pydantic-ai, HAR) converted in memory when the importer is there."""
+    try:
+        from harness.cassette.importer import load_any_cassette
+    except ImportError:
+        from harness.cassette.format import load_cassette
+
+        return load_cassette(path)
+    return load_any_cassette(path)
+
+
+def load_trajectory(path: str | Path) -> Trajectory:
+    """A cassette file (ours or a foreign one) as a trajectory."""
+    trajectory = Trajectory.from_cassette(load_cassette_any(path))
+    if not trajectory.source.get("path"):  # an import in memory has no path of its own
+        trajectory.source["path"] = str(path)
+    return trajectory
