@@ -12,6 +12,7 @@ import anthropic
 import pytest
 
 from harness.sim import Simulator
+from harness.sim.policies import CONTEXT_WINDOW_TOKENS
 
 USER = "Give me my morning brief for Monday 2026-09-07."
 SYSTEM_SKIP = (
@@ -468,6 +469,32 @@ def test_pause_turn_then_end_turn_when_sent_back(client: anthropic.Anthropic) ->
         model="sim-pause-turn", max_tokens=100, messages=[*messages, _assistant(first)]
     )
     assert second.stop_reason == "end_turn"
+
+
+def test_context_window_policy_stops_with_usage_filling_the_window(client: anthropic.Anthropic) -> None:
+    messages = [{"role": "user", "content": "Summarise everything we discussed."}]
+    response = client.messages.create(model="sim-context-window", max_tokens=500, messages=messages)
+    assert response.stop_reason == "model_context_window_exceeded"
+    assert _text(response)
+    usage = response.usage
+    assert usage.input_tokens > CONTEXT_WINDOW_TOKENS // 2
+    assert usage.input_tokens + usage.output_tokens == CONTEXT_WINDOW_TOKENS
+
+    cached = client.messages.create(
+        model="sim-context-window",
+        max_tokens=500,
+        system=[{"type": "text", "text": "Remember this. " * 50, "cache_control": {"type": "ephemeral"}}],
+        messages=messages,
+    )
+    cached_usage = cached.usage
+    assert cached_usage.cache_creation_input_tokens and cached_usage.cache_creation_input_tokens > 0
+    parts = (cached_usage.input_tokens, cached_usage.cache_creation_input_tokens, cached_usage.output_tokens)
+    assert sum(parts) == CONTEXT_WINDOW_TOKENS
+
+    with client.messages.stream(model="sim-context-window", max_tokens=500, messages=messages) as stream:
+        streamed = stream.get_final_message()
+    assert streamed.stop_reason == "model_context_window_exceeded"
+    assert streamed.usage.input_tokens == usage.input_tokens
 
 
 def test_echo_derives_its_text_from_the_last_user_message(client: anthropic.Anthropic) -> None:

@@ -5,11 +5,14 @@
         client.messages.create(model="sim-dayflow", ...)
 
 Policies (model `sim-<name>`, header `x-harness-sim-policy`, `policy=`, or detected from the tools):
-dayflow, sql, echo, repeat, max-tokens, refuse, pause-turn. Fault kinds: see `FAULT_KINDS`.
+dayflow, sql, echo, repeat, max-tokens, refuse, pause-turn, context-window. Fault kinds: see `FAULT_KINDS`.
+Message threads (beta `message-threads-2026-08-12`, what the SDK's tool runner uses) are held by the
+server unless `Simulator(threads=False)`; see `harness.sim.threads`.
 """
 
 from harness.sim.faults import FAULT_KINDS, Fault
 from harness.sim.policies import POLICIES
 from harness.sim.server import Served, Simulator
+from harness.sim.threads import MESSAGE_THREADS_BETA
 
-__all__ = ["FAULT_KINDS", "POLICIES", "Fault", "Served", "Simulator"]
+__all__ = ["FAULT_KINDS", "MESSAGE_THREADS_BETA", "POLICIES", "Fault", "Served", "Simulator"]

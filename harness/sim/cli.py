@@ -50,6 +50,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-requests", type=int, default=None, help="exit after answering this many /v1/messages requests"
     )
     parser.add_argument("--quiet", action="store_true", help="do not log each request to stderr")
+    parser.add_argument(
+        "--no-threads",
+        dest="threads",
+        action="store_false",
+        help="answer every message-threads request with thread_unsupported_request, so clients fall back "
+        "to sending the whole conversation",
+    )
 
 
 def _answered(simulator: Simulator) -> int:
@@ -65,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         policy=args.policy,
         verbose=not args.quiet,
+        threads=args.threads,
     )
     stop = threading.Event()
     if threading.current_thread() is threading.main_thread():

@@ -19,6 +19,7 @@ class Reply:
     stop_reason: str
     stop_details: dict[str, Any] | None = None
     output_tokens: int | None = None  # overrides the count taken from the content (max_tokens cut-offs)
+    context_window: int | None = None  # usage shows input + output filling a window of this many tokens
 
 
 def text_block(text: str) -> dict[str, Any]:

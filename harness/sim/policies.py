@@ -3,7 +3,7 @@
 Choice, first match wins: a model name `sim-<policy>`; the header `x-harness-sim-policy`; the
 simulator's default policy; the tools in the request (read_inbox -> dayflow, query_db -> sql); echo.
 The misbehaving policies exist to trip the agent loop's guards: `repeat` (same tool call forever),
-`max-tokens`, `refuse` and `pause-turn`.
+`max-tokens`, `refuse`, `pause-turn` and `context-window`.
 """
 
 from __future__ import annotations
@@ -83,6 +83,15 @@ def pause_turn(conversation: Conversation) -> Reply:
     return Reply([text_block("Working on it; this needs another turn.")], "pause_turn")
 
 
+CONTEXT_WINDOW_TOKENS = 200_000
+
+
+def context_window(conversation: Conversation) -> Reply:
+    """Stop mid-sentence with model_context_window_exceeded, usage showing the prompt filling the window."""
+    text = "I have read everything so far, but this conversation has grown too long for me to"
+    return Reply([text_block(text)], "model_context_window_exceeded", context_window=CONTEXT_WINDOW_TOKENS)
+
+
 POLICIES: dict[str, Policy] = {
     "dayflow": dayflow,
     "sql": sql,
@@ -91,6 +100,7 @@ POLICIES: dict[str, Policy] = {
     "max-tokens": max_tokens,
     "refuse": refuse,
     "pause-turn": pause_turn,
+    "context-window": context_window,
 }
 
 # tool name -> policy, for requests that name no policy

@@ -2,7 +2,8 @@
 
 What the real API would do regardless of the scripted model happens here: a reply longer than
 max_tokens is cut (stop_reason max_tokens), a stop sequence in the text ends it (stop_sequence), and
-a request with thinking enabled gets a signed thinking block first.
+a request with thinking enabled gets a signed thinking block first. A reply that stops on the context
+window (`Reply.context_window`) reports usage that fills that window.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ _CHARS_PER_TOKEN = 4
 
 
 def error_body(error: ApiError, request_id: str) -> dict[str, Any]:
-    """The real error envelope: {"type":"error","error":{"type","message"},"request_id"}."""
-    return {
-        "type": "error",
-        "error": {"type": error.type, "message": error.message},
-        "request_id": request_id,
-    }
+    """The real error envelope: {"type":"error","error":{"type","message"[,"details"]},"request_id"}.
+
+    `details` carries the machine-readable `error_code` that SDK 2.x branches on (thread errors, ...).
+    """
+    inner: dict[str, Any] = {"type": error.type, "message": error.message}
+    if error.details:
+        inner["details"] = dict(error.details)
+    return {"type": "error", "error": inner, "request_id": request_id}
 
 
 def _thinking(
@@ -94,6 +97,11 @@ def build_message(
         if output_tokens > conversation.max_tokens:
             content = _cut_to_budget(content, conversation.max_tokens)
             stop_reason, stop_sequence, output_tokens = "max_tokens", None, conversation.max_tokens
+    input_tokens = usage.input_tokens
+    if reply.context_window is not None:
+        # The prompt plus what was written fills the window: bill the rest as uncached input.
+        cached = usage.cache_creation_input_tokens + usage.cache_read_input_tokens
+        input_tokens = max(input_tokens, reply.context_window - output_tokens - cached)
 
     return {
         "model": conversation.model,
@@ -105,7 +113,7 @@ def build_message(
         "stop_sequence": stop_sequence,
         "stop_details": reply.stop_details,
         "usage": {
-            "input_tokens": usage.input_tokens,
+            "input_tokens": input_tokens,
             "cache_creation_input_tokens": usage.cache_creation_input_tokens,
             "cache_read_input_tokens": usage.cache_read_input_tokens,
             "cache_creation": {

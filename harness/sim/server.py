@@ -3,7 +3,9 @@
 POST /v1/messages (with or without ?beta=true) and POST /v1/messages/count_tokens; GET /health for
 scripts that wait for it. Each /v1/messages request gets the next index (0-based); a fault registered
 at that index fires instead of (or around) the normal answer. Otherwise: auth, validation, policy,
-then JSON or an SSE stream sent event by event with a flush after each (chunked framing).
+then JSON or an SSE stream sent event by event with a flush after each (chunked framing). A request
+with `thread` (the message-threads beta) is answered from the conversation the server holds for it;
+see `harness.sim.threads`.
 
 Headers copy the real service's (request-id, anthropic-ratelimit-*, x-should-retry on errors) plus
 `x-harness-simulator: 1` and `x-harness-sim-policy`. Rate-limit reset times use the simulated clock
@@ -34,6 +36,7 @@ from harness.sim.faults import Fault, normalize_faults
 from harness.sim.policies import POLICIES, UnknownPolicy, choose_policy, normalize_policy_name
 from harness.sim.responses import build_message, dumps, error_body
 from harness.sim.sse import encode_event, error_event, message_events
+from harness.sim.threads import Threads, ThreadTurn, thread_kind
 from harness.sim.tokens import CacheLedger, count_input
 from harness.sim.validation import ApiError, check_auth, check_count_tokens_request, check_messages_request
 
@@ -68,6 +71,7 @@ class Served:
     fault: str | None
     stream: bool
     retry_count: str | None  # the SDK's x-stainless-retry-count header
+    thread: str | None = None  # "create" or "continue" for a message-threads request
 
 
 def _bind_address(host: str) -> str:
@@ -91,10 +95,32 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 128  # socketserver's default of 5 resets connections from a burst of async calls
     simulator: Simulator
 
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hung up (timeouts, injected drops) is normal here; anything else is reported."""
         if not isinstance(sys.exc_info()[1], ConnectionError):
             super().handle_error(request, client_address)
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        try:
+            super().finish_request(request, client_address)
+        finally:
+            with self._open_lock:
+                self._open.discard(request)
+
+    def close_open_connections(self) -> None:
+        """End the keep-alive connections still open, so that a stopped server answers nothing more on them."""
+        with self._open_lock:
+            connections = list(self._open)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
 
 
 class Simulator:
@@ -109,6 +135,7 @@ class Simulator:
         seed: int = 0,
         policy: str | None = None,
         verbose: bool = False,
+        threads: bool = True,
     ) -> None:
         self.host = _bind_address(host)
         self.port = port
@@ -121,6 +148,7 @@ class Simulator:
         self.faults: dict[int, Fault] = normalize_faults(faults)
         self.served: list[Served] = []
         self._ledger = CacheLedger()
+        self.threads = Threads(enabled=threads)
         self._lock = threading.Condition()
         self._requests_seen = 0
         self._in_flight = 0
@@ -153,6 +181,7 @@ class Simulator:
             self._lock.wait_for(lambda: self._in_flight == 0, timeout=drain)
         server.shutdown()
         server.server_close()
+        server.close_open_connections()
         if self._thread is not None:
             self._thread.join(timeout=5)
 
@@ -188,8 +217,9 @@ class Simulator:
             fault = f" fault={served.fault}" if served.fault else ""
             policy = f" policy={served.policy}" if served.policy else ""
             where = f"#{served.index} " if served.index is not None else ""
+            thread = f" thread={served.thread}" if served.thread else ""
             print(
-                f"harness sim: {where}POST {served.path} -> {served.status or 'dropped'}{policy}{fault}",
+                f"harness sim: {where}POST {served.path} -> {served.status or 'dropped'}{policy}{thread}{fault}",
                 file=sys.stderr,
                 flush=True,
             )
@@ -355,22 +385,58 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             loose = None
         stream = isinstance(loose, dict) and loose.get("stream") is True
+        # Hashing the request as sent keeps ids deterministic for threads too: a continue names the reply
+        # it continues from, whose id is itself a hash of the conversation before it.
         fingerprint = ids.request_fingerprint(loose if loose is not None else raw.hex())
         request_id = ids.request_id(sim.seed, fingerprint, index)
         retry_count = self.headers.get("x-stainless-retry-count")
+        thread = thread_kind(loose)
 
         # Each path records before it writes: a client may act on the answer (and a test inspect
         # `served`) before this thread would get to run again.
         def record(status: int, policy: str | None) -> None:
             sim._record(
-                Served(index, path, status, policy, fault.kind if fault else None, stream, retry_count)
+                Served(index, path, status, policy, fault.kind if fault else None, stream, retry_count, thread)
             )
 
         if fault and self._fault_answers(fault, request_id, index, stream, record):
             return
 
-        body, error = self._checked(raw, check_messages_request)
+        request_headers = dict(self.headers.items())
+        body, error = self._checked(raw, lambda checked: sim.threads.check(checked, request_headers))
+        turn: ThreadTurn | None = None
+        if not error:
+            turn, error = sim.threads.open(body)
+        message: dict[str, Any] | None = None
         policy: str | None = None
+        try:
+            if not error:
+                message, policy, error = self._answer(turn.body if turn else body, fingerprint)
+        finally:
+            # A failed continue gives its reply back, so that the client can continue from it again.
+            sim.threads.finish(turn, message)
+        headers = self._common_headers(request_id, index, policy)
+        if message is None:
+            assert error is not None
+            record(error.status, policy)
+            # A scripted model's bug is not worth retrying: the same request fails the same way.
+            extra = {"x-should-retry": "false"} if error.status == 500 else None
+            self._send_error(error, request_id, headers, extra)
+            return
+        record(200, policy)
+        if stream:
+            self._stream(message, headers, fault)
+        else:
+            self._send_json(200, message, headers, cut=bool(fault and fault.kind == "cut-stream"))
+
+    def _answer(
+        self, body: Any, fingerprint: str
+    ) -> tuple[dict[str, Any] | None, str | None, ApiError | None]:
+        """(message, policy, error) for the whole request: for a threaded continue, the stored conversation
+        and fields plus the new turn, so that it is validated and answered like any other request."""
+        sim = self.sim
+        policy: str | None = None
+        error = check_messages_request(body)
         if not error:
             try:
                 policy = choose_policy(body, dict(self.headers.items()), sim.policy)
@@ -380,11 +446,8 @@ class _Handler(BaseHTTPRequestHandler):
                     if err.source == "model"
                     else ApiError(400, "invalid_request_error", str(err))
                 )
-        headers = self._common_headers(request_id, index, policy)
         if error:
-            record(error.status, policy)
-            self._send_error(error, request_id, headers)
-            return
+            return None, policy, error
         assert policy is not None
         conversation = Conversation(body)
         try:
@@ -398,15 +461,8 @@ class _Handler(BaseHTTPRequestHandler):
                 usage=sim._ledger.usage(body),
             )
         except Exception as err:  # a bug in a scripted model must reach the client as an API error
-            failure = ApiError(500, "api_error", f"simulator policy {policy!r} failed: {err!r}")
-            record(500, policy)
-            self._send_error(failure, request_id, headers, {"x-should-retry": "false"})
-            return
-        record(200, policy)
-        if stream:
-            self._stream(message, headers, fault)
-        else:
-            self._send_json(200, message, headers, cut=bool(fault and fault.kind == "cut-stream"))
+            return None, policy, ApiError(500, "api_error", f"simulator policy {policy!r} failed: {err!r}")
+        return message, policy, None
 
     def _fault_answers(
         self,

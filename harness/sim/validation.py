@@ -24,6 +24,7 @@ class ApiError:
     status: int
     type: str  # invalid_request_error, authentication_error, not_found_error, ...
     message: str
+    details: Mapping[str, Any] | None = None  # sent as error.details: {"error_code": ..., ...}
 
 
 def _invalid(message: str) -> ApiError:
@@ -60,7 +61,18 @@ def check_count_tokens_request(body: Any) -> ApiError | None:
     return _check(body, require_max_tokens=False)
 
 
-def _check(body: Any, *, require_max_tokens: bool) -> ApiError | None:
+def check_continue_request(body: Any) -> ApiError | None:
+    """What a `thread: continue` request must get right on its own, before the thread supplies the rest:
+    the top-level fields and options. Its `messages` may be empty (resuming a `pause_turn` reply)."""
+    error = _check_top_level(body, require_max_tokens=True)
+    if error:
+        return error
+    if not isinstance(body["messages"], list):
+        return _invalid("messages: Input should be a valid list")
+    return _check_options(body)
+
+
+def _check_top_level(body: Any, *, require_max_tokens: bool) -> ApiError | None:
     if not isinstance(body, dict):
         return _invalid("Input should be a valid dictionary")
     required = ("model", "messages", "max_tokens") if require_max_tokens else ("model", "messages")
@@ -75,6 +87,13 @@ def _check(body: Any, *, require_max_tokens: bool) -> ApiError | None:
             return _invalid("max_tokens: Input should be a valid integer")
         if max_tokens < 1:
             return _invalid("max_tokens: Input should be greater than or equal to 1")
+    return None
+
+
+def _check(body: Any, *, require_max_tokens: bool) -> ApiError | None:
+    error = _check_top_level(body, require_max_tokens=require_max_tokens)
+    if error:
+        return error
     for check in (
         _check_options,
         _check_tools,
