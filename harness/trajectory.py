@@ -23,6 +23,7 @@ of the loop's sight, while the cassette records every try).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -546,6 +547,10 @@ class _Builder:
         self.runs: list[Run] = []
         self.step_count = 0
         self.seen_ids: set[str] = set()
+        # The full request behind each reply, by the reply's id, with the reply appended: a message-threads
+        # `continue` request (anthropic SDK 2.x tool runner) sends only the new messages, without the thread's
+        # create-only fields (system, tools), and names the reply it continues from.
+        self.threads: dict[str, dict[str, Any]] = {}
 
     def build(self, exchanges: Iterable[Exchange]) -> Trajectory:
         run: Run | None = None
@@ -554,6 +559,7 @@ class _Builder:
         previous: tuple[list[Any], bool] | None = None  # (skeleton, failed) of the previous request
 
         for exchange in exchanges:
+            exchange = self._resolved(exchange)
             messages = _messages_of(exchange.request)
             skeleton = [_skeleton(message) for message in messages]
             if run is None or not _continues(previous, skeleton):
@@ -565,7 +571,11 @@ class _Builder:
                 pending.append((exchange, messages))
             else:
                 attempts = [item.attempt() for item, _ in pending] + [exchange.attempt()]
-                run.steps.append(self._step(run, exchange, messages[base:], attempts))
+                step = self._step(run, exchange, messages, base, attempts)
+                run.steps.append(step)
+                if step.message_id is not None:
+                    reply = {"role": "assistant", "content": step.blocks}
+                    self.threads[step.message_id] = {**exchange.request, "messages": [*messages, reply]}
                 base, pending = len(messages), []
             previous = (skeleton, exchange.message is None)
         self._close(run, pending, base)
@@ -583,7 +593,22 @@ class _Builder:
             attempts=[item.attempt() for item, _ in pending],
         )
 
-    def _step(self, run: Run, exchange: Exchange, delta: list[dict[str, Any]], attempts: list[Attempt]) -> Step:
+    def _resolved(self, exchange: Exchange) -> Exchange:
+        """The exchange with the whole request it stands for, also when a thread `continue` sent only its tail."""
+        request = exchange.request
+        thread = request.get("thread")
+        if not (isinstance(thread, Mapping) and thread.get("type") == "continue"):
+            return exchange
+        parent = self.threads.get(str(thread.get("previous_message_id")))
+        if parent is None:
+            return exchange  # continues a thread this cassette does not hold: the tail is all there is
+        full = {**{k: v for k, v in parent.items() if k in _THREAD_CREATE_ONLY}, **request,
+                "messages": [*parent["messages"], *_messages_of(request)]}
+        return dataclasses.replace(exchange, request=full)
+
+    def _step(self, run: Run, exchange: Exchange, messages: list[dict[str, Any]], base: int,
+              attempts: list[Attempt]) -> Step:
+        delta = messages[base:]
         self.step_count += 1
         index = self.step_count
         message = exchange.message or {}
@@ -595,7 +620,7 @@ class _Builder:
         step = Step(
             index=index,
             run=run.index,
-            request=_request_summary(exchange.request, _messages_of(exchange.request)),
+            request=_request_summary(exchange.request, messages),
             delta=delta,
             message_id=message_id,
             model=message.get("model"),
@@ -608,6 +633,9 @@ class _Builder:
         )
         step.tool_calls = _tool_calls_of(blocks, index)
         return step
+
+
+_THREAD_CREATE_ONLY = ("system", "tools")  # what a thread `continue` leaves out (anthropic SDK 2.x)
 
 
 def _continues(previous: tuple[list[Any], bool] | None, skeleton: list[Any]) -> bool:

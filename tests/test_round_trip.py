@@ -135,3 +135,26 @@ def test_a_changed_prompt_fails_fast_with_the_diff_against_a_simulator_recording
             messages=[{"role": "user", "content": user_prompt()}])
     assert any(line.startswith("system changed from") and "adverts" in line for line in caught.value.differences)
     assert json.dumps(caught.value.differences).count("changed") == 1, caught.value.differences
+
+
+def test_threaded_tool_runner_round_trip_and_trajectory(tmp_path: Path) -> None:
+    """The SDK 2.x tool runner threads by default: `continue` requests carry only the new messages."""
+    from harness import load_trajectory
+    from harness.checks.registry import run_check
+
+    path = tmp_path / "threaded.yaml"
+    with Simulator() as sim, use_cassette(path, mode="once"):
+        live = tool_runner_brief(anthropic.Anthropic(api_key="sim", base_url=sim.base_url))
+    bodies = [i["request"]["body"] for i in load_cassette(path).interactions]
+    assert [b.get("thread", {}).get("type") for b in bodies] == ["create", "continue"]
+    assert "system" not in bodies[1] and "tools" not in bodies[1], "a continue sends only what is new"
+    with use_cassette(path, mode="none"):
+        replayed = tool_runner_brief(anthropic.Anthropic(api_key="sim", base_url=OFFLINE))
+    assert replayed == live
+
+    trajectory = load_trajectory(path)
+    assert len(trajectory.runs) == 1 and len(trajectory.steps) == 2
+    assert [call.name for call in trajectory.tool_calls] == ["read_inbox", "read_calendar", "read_tasks"]
+    assert all(call.result is not None and not call.result.is_error for call in trajectory.tool_calls)
+    assert trajectory.steps[1].request["tools"] == ["read_inbox", "read_calendar", "read_tasks"]
+    assert run_check("tool_ids_matched", trajectory, {}).passed
