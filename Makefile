@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 
 ## The main job: the eval suite over the bundled cassettes, with its report.
 eval: $(STAMP)
-	$(BIN)/dayflow brief -v
+	$(BIN)/harness eval --json reports/results.json
 
 ## Re-record the bundled cassettes against the local simulator (no network).
 cassettes: $(STAMP)

@@ -588,3 +588,27 @@ def test_stop_sequence_ends_the_text(client: anthropic.Anthropic) -> None:
     assert response.stop_reason == "stop_sequence"
     assert response.stop_sequence == "STOP"
     assert "three" not in _text(response)
+
+
+def test_tool_choice_none_turns_a_tool_call_into_text() -> None:
+    """The loop's best-effort summary at its step limit sends tool_choice none; no model may call a tool then."""
+    import anthropic
+
+    from harness.sim import Simulator
+
+    tools = [{"name": "read_inbox", "description": "Read mail", "input_schema": {"type": "object"}}]
+    with Simulator() as sim:
+        client = anthropic.Anthropic(api_key="sim", base_url=sim.base_url, max_retries=0)
+        first = client.messages.create(model="sim-repeat", max_tokens=256, tools=tools,
+                                       messages=[{"role": "user", "content": "go"}])
+        assert first.stop_reason == "tool_use"
+        summary = client.messages.create(
+            model="sim-repeat", max_tokens=256, tools=tools, tool_choice={"type": "none"},
+            messages=[{"role": "user", "content": "go"},
+                      {"role": "assistant", "content": [b.model_dump() for b in first.content]},
+                      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": first.content[-1].id,
+                                                    "content": "[]"},
+                                                   {"type": "text", "text": "Summarize."}]}])
+    assert summary.stop_reason == "end_turn"
+    assert [block.type for block in summary.content] == ["text"]
+    assert "read_inbox x1" in summary.content[0].text

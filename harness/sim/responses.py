@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from harness.sim import ids
-from harness.sim.conversation import Conversation, Reply
+from harness.sim.conversation import Conversation, Reply, text_block
 from harness.sim.tokens import InputUsage, count_output
 from harness.sim.validation import ApiError
 
@@ -74,9 +74,28 @@ def _cut_to_budget(content: list[dict[str, Any]], budget: int) -> list[dict[str,
     return kept
 
 
+def honour_tool_choice(conversation: Conversation, reply: Reply) -> Reply:
+    """`tool_choice: {"type": "none"}` forbids tool calls whatever the scripted model wanted: the real
+    model then writes text instead (a loop's best-effort summary at its step limit relies on this)."""
+    choice = conversation.body.get("tool_choice")
+    if not (isinstance(choice, dict) and choice.get("type") == "none"):
+        return reply
+    if not any(block.get("type") == "tool_use" for block in reply.content):
+        return reply
+    text = " ".join(b["text"] for b in reply.content if b.get("type") == "text" and b.get("text")).strip()
+    calls: dict[str, int] = {}
+    for exchange in conversation.exchanges:
+        calls[exchange.name] = calls.get(exchange.name, 0) + 1
+    done = ", ".join(f"{name} x{count}" for name, count in calls.items()) or "no tools"
+    summary = f"{text} " if text else ""
+    summary += f"I was asked to stop calling tools. So far I called {done}; I could not finish the task."
+    return Reply([text_block(summary)], "end_turn")
+
+
 def build_message(
     conversation: Conversation, reply: Reply, *, policy: str, seed: int, fingerprint: str, usage: InputUsage
 ) -> dict[str, Any]:
+    reply = honour_tool_choice(conversation, reply)
     content = [dict(block) for block in reply.content]
     if conversation.thinking_enabled and reply.stop_reason not in ("refusal",):
         content.insert(0, _thinking(conversation, policy, reply, seed, fingerprint))
