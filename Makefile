@@ -14,7 +14,8 @@ $(STAMP): pyproject.toml
 
 ## The main job: the eval suite over the bundled cassettes, with its report.
 eval: $(STAMP)
-	$(BIN)/harness eval --json reports/results.json
+	$(BIN)/harness eval --json reports/results.json --markdown reports/results.md \
+		--junit reports/junit.xml --html reports/report.html
 
 ## Re-record the bundled cassettes against the local simulator (no network).
 cassettes: $(STAMP)

@@ -1,4 +1,5 @@
-"""`harness eval [PATH...] [--golden DIR] [--json F]`: run suites, print a table, write the results JSON.
+"""`harness eval [PATH...] [--golden DIR] [--json F] [--markdown F] [--junit F] [--html F]`: run suites,
+print a table, write the results JSON and its views (each a projection of the JSON, written atomically).
 
 PATH is a suite file (.yaml), a golden file (.json) or a folder of either; with none, the bundled
 suites under evals/. Exit 0 when every check passes, 1 when a check fails, 2 on bad input (an invalid
@@ -21,6 +22,7 @@ from harness.errors import HarnessError
 from harness.evals.results import exit_code, write_results
 from harness.evals.runner import run_suites
 from harness.evals.suite import Suite, bundled_suite_dir, discover_suites
+from harness.report.outputs import add_report_arguments, write_results_reports
 
 PROGRESS_FROM = 10  # cases; shorter runs finish before a bar is worth drawing
 
@@ -38,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="folder the suites' golden paths are relative to (default: golden/ in the project root)",
     )
     parser.add_argument("--json", metavar="F", dest="json_path", help="write the canonical results JSON here")
+    add_report_arguments(parser, json_flag=False)
     parser.add_argument("--failures-only", action="store_true", help="list only the checks that did not pass")
 
 
@@ -133,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json_path:
         write_results(args.json_path, results)
         console.print(f"results: {args.json_path}")
+    for path in write_results_reports(results, markdown=args.markdown, junit=args.junit, html=args.html):
+        console.print(f"report: {path}")
     return exit_code(results)
 
 

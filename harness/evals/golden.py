@@ -223,6 +223,8 @@ def read_json(path: Path, error: type[GoldenError] = GoldenError) -> tuple[Any, 
         raise error(f"not UTF-8 text (byte {err.start})", file=path) from None
     except json.JSONDecodeError as err:
         raise error(f"not valid JSON: {err.msg}", file=path, where=f"line {err.lineno}, column {err.colno}") from None
+    except RecursionError:
+        raise error("refused: JSON nested too deep to parse", file=path) from None
     return data, hashlib.sha256(raw).hexdigest()
 
 

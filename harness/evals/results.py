@@ -9,6 +9,12 @@ One JSON document per `harness eval` (schema: results.schema.json, `results_vers
   outcome, final text), usage by kind and cost, every check (id, check, passed, reason, step,
   evidence, params, duration) and timings; or the error that kept it from running.
 
+Each case's trajectory also carries `step_details` (every step: the request as sent in brief, the
+messages it added, the response blocks, stop reason, usage by kind, cost, tool calls with inputs and
+results, attempts) and `run_details` (how each conversation ended), with long strings clipped to
+STEP_TEXT_LIMIT characters (a clipped string keeps a hash of the whole, so a change past the cut still
+shows as a change). They are what the HTML report draws and what `harness compare` diffs.
+
 Markdown, JUnit, HTML and baseline-vs-candidate comparisons are projections of this document and
 must not need anything else. Durations are wall-clock measurements of this process, for reading,
 never for pass/fail.
@@ -16,6 +22,7 @@ never for pass/fail.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -30,11 +37,24 @@ from harness.cassette.format import atomic_write_text, json_path
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
+    from harness.cassette.format import CassetteFile
     from harness.evals.suite import Suite
+    from harness.trajectory import Attempt, Trajectory
 
-__all__ = ["RESULTS_VERSION", "build_results", "exit_code", "results_schema", "validate_results", "write_results"]
+__all__ = [
+    "RESULTS_VERSION",
+    "STEP_TEXT_LIMIT",
+    "build_results",
+    "exit_code",
+    "results_schema",
+    "run_details",
+    "step_details",
+    "validate_results",
+    "write_results",
+]
 
 RESULTS_VERSION = 1
+STEP_TEXT_LIMIT = 2000  # characters of one string in step_details; a base64 image or a long file is clipped
 _KINDS = ("input", "output", "cache_write", "cache_read", "total")
 
 
@@ -64,6 +84,135 @@ def _counts(records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
         "failed": sum(1 for r in records if r["status"] == "failed"),
         "errored": sum(1 for r in records if r["status"] == "error"),
     }
+
+
+# --- per-step detail ------------------------------------------------------------------------------------------
+
+
+def _clip(value: Any, limit: int = STEP_TEXT_LIMIT) -> Any:
+    """The same JSON with every string longer than `limit` cut, naming what was cut and hashing the whole."""
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return value
+        digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        return f"{value[:limit]}… [{len(value) - limit:,} more characters, sha256:{digest}]"
+    if isinstance(value, Mapping):
+        return {str(key): _clip(item, limit) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clip(item, limit) for item in value]
+    return value
+
+
+def _system_text(system: Any) -> str | None:
+    if isinstance(system, str):
+        return system
+    if isinstance(system, list):
+        return "\n\n".join(str(block.get("text", "")) for block in system if isinstance(block, Mapping))
+    return None
+
+
+def _request_body(cassette: CassetteFile | None, attempts: Sequence[Attempt]) -> Mapping[str, Any]:
+    """The recorded body of the try that returned the step's message (empty when there is no cassette)."""
+    if cassette is None or not attempts or attempts[-1].interaction is None:
+        return {}
+    try:
+        body = cassette.interactions[attempts[-1].interaction]["request"]["body"]
+    except (IndexError, KeyError, TypeError):
+        return {}
+    return body if isinstance(body, Mapping) else {}
+
+
+def _step_cost(model: str, usage: Mapping[str, int], counted: bool) -> float | None:
+    if not counted:
+        return 0.0
+    try:
+        from harness.pricing import estimate_cost
+    except ImportError:
+        return None
+    cost = estimate_cost(model, usage)
+    return None if cost is None else round(cost, 6)
+
+
+def _request(summary: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, Any]:
+    from harness.fingerprint import fingerprint
+
+    system_text = _system_text(body.get("system"))
+    return {
+        "model": summary.get("model"),
+        "max_tokens": summary.get("max_tokens"),
+        "stream": bool(summary.get("stream")),
+        "tools": list(summary.get("tools") or []),
+        "tools_fingerprint": fingerprint(body.get("tools")) if body else None,
+        "system": summary.get("system"),
+        "system_text": _clip(system_text) if system_text is not None else None,
+        "message_count": summary.get("message_count"),
+    }
+
+
+def step_details(trajectory: Trajectory, cassette: CassetteFile | None = None) -> list[dict[str, Any]]:
+    """Every step of `trajectory` as the results document stores it (see results.schema.json, $defs.step).
+
+    With the `cassette` it came from, each request also carries the system prompt's text and a
+    fingerprint of the tool definitions; without it (a loop run) those two are null.
+    """
+    out = []
+    for step in trajectory.steps:
+        usage = step.usage.to_dict()
+        model = step.model or step.request.get("model") or ""
+        out.append(
+            {
+                "index": step.index,
+                "run": step.run,
+                "request": _request(step.request, _request_body(cassette, step.attempts)),
+                "added": _clip(step.delta),
+                "response": {
+                    "id": step.message_id,
+                    "model": step.model,
+                    "blocks": _clip(step.blocks),
+                    "stop_reason": step.stop_reason,
+                    "stop_sequence": step.stop_sequence,
+                },
+                "usage": usage,
+                "usage_counted": step.usage_counted,
+                "cost_usd": _step_cost(model, usage, step.usage_counted),
+                "tool_calls": [_clip(call.to_dict()) for call in step.tool_calls],
+                "attempts": [_attempt(attempt) for attempt in step.attempts],
+                "duration_ms": step.duration_ms,
+            }
+        )
+    return out
+
+
+def _attempt(attempt: Attempt) -> dict[str, Any]:
+    return {
+        "status": attempt.status,
+        "ok": attempt.ok,
+        "error_type": attempt.error_type,
+        "error_message": _clip(attempt.error_message) if attempt.error_message else attempt.error_message,
+        "stream": attempt.stream,
+    }
+
+
+def run_details(trajectory: Trajectory, cassette: CassetteFile | None = None) -> list[dict[str, Any]]:
+    """How each conversation of `trajectory` ended; when on a request that got no message, that request."""
+    out = []
+    for run in trajectory.runs:
+        failed = run.failed_request
+        out.append(
+            {
+                "index": run.index,
+                "steps": [step.index for step in run.steps],
+                "outcome": run.outcome.to_dict(),
+                "failed_request": None
+                if failed is None
+                else {
+                    "request": _request(failed.request, _request_body(cassette, failed.attempts)),
+                    "added": _clip(failed.delta),
+                },
+                "failed_attempts": [_attempt(a) for a in failed.attempts] if failed else [],
+            }
+        )
+    return out
 
 
 def build_results(

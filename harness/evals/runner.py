@@ -14,9 +14,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from harness.cassette.format import read_bytes_bounded
 from harness.checks.registry import run_check
 from harness.errors import HarnessError
-from harness.evals.results import build_results
+from harness.evals.results import build_results, run_details, step_details
 from harness.evals.suite import Case, Suite
 from harness.trajectory import Trajectory, load_cassette_any
 
@@ -42,8 +43,8 @@ def _cassette_record(case: Case) -> dict[str, Any]:
         "interactions": None,
     }
     try:
-        raw = case.cassette.read_bytes()
-    except OSError:
+        raw = read_bytes_bounded(case.cassette)  # refuses a device, a pipe or a huge file before reading it
+    except (OSError, HarnessError):
         return record
     record["sha256"] = hashlib.sha256(raw).hexdigest()
     record["bytes"] = len(raw)
@@ -127,6 +128,8 @@ def run_case(case: Case) -> dict[str, Any]:
         return record
 
     record["trajectory"] = _trajectory_record(full, seen)
+    # The step-by-step view the HTML report draws, from the cassette already in hand (not read twice).
+    record["trajectory"] |= {"step_details": step_details(seen, cassette), "run_details": run_details(seen, cassette)}
     record["usage"] = seen.usage.to_dict()
     record["cost_usd"] = seen.cost_usd
     checks_started = time.perf_counter()

@@ -1,0 +1,86 @@
+"""How numbers, statuses and deltas read in every report, so Markdown, JUnit and HTML say them alike."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+KINDS = ("input", "output", "cache_write", "cache_read")
+KIND_LABELS = {
+    "input": "input",
+    "output": "output",
+    "cache_write": "cache write",
+    "cache_read": "cache read",
+    "total": "total",
+}
+ICONS = {"passed": "✅", "failed": "❌", "error": "⚠️"}
+STATUS_WORDS = {"passed": "passed", "failed": "failed", "error": "error"}
+
+
+def tokens(value: float | int | None) -> str:
+    if value is None:
+        return "–"
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.1f}"
+
+
+def cost(value: float | None) -> str:
+    return "unpriced" if value is None else f"${value:.4f}"
+
+
+def signed(value: float | int | None, *, money: bool = False) -> str:
+    """+12 / −3 / ±0 (a real minus sign, so a column of deltas lines up and reads as numbers)."""
+    if value is None:
+        return "–"
+    if value == 0:
+        return "±0"
+    sign = "+" if value > 0 else "−"
+    size = abs(value)
+    body = f"${size:.4f}" if money else tokens(size)
+    return f"{sign}{body}"
+
+
+def usage_line(usage: Mapping[str, Any] | None) -> str:
+    if not usage:
+        return "no usage"
+    return " · ".join(f"{KIND_LABELS[kind]} {tokens(usage.get(kind, 0))}" for kind in KINDS)
+
+
+def check_step(check: Mapping[str, Any]) -> str:
+    return "" if check.get("step") is None else str(check["step"])
+
+
+def one_line(text: str | None, limit: int = 300) -> str:
+    """A reason on one line, clipped: table cells and XML attributes hold no newlines."""
+    flat = " ".join(str(text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def error_text(error: Mapping[str, Any] | None) -> str:
+    if not error:
+        return "the case could not run"
+    where = " ".join(str(part) for part in (error.get("file"), error.get("where")) if part)
+    return f"{where}: {error.get('reason', '')}" if where else str(error.get("reason", ""))
+
+
+def side_text(side: Mapping[str, Any], k: int) -> str:
+    """One side of a compared case: 'passed', 'failed', '3/5 passed · pass@1 0.60 ...' or 'error (1/5)'."""
+    from harness.report.trials import TrialStats
+
+    stats = TrialStats(n=side["trials"]["n"], c=side["trials"]["c"])
+    if side["errored"]:
+        return f"error ({side['errored']}/{stats.n})"
+    return stats.describe(k)
+
+
+def divergence_short(found: Mapping[str, Any] | None) -> str:
+    """'step 1 (request)', 'the request run 1 ended on … (request)', or '–' when the runs do not part."""
+    if not found or found.get("where") == "unknown":
+        return "–"
+    return f"{found.get('label') or 'step ' + str(found.get('step'))} ({found['where']})"
+
+
+def summary_cost_delta(summary: Mapping[str, Any]) -> str:
+    text = signed(summary["cost_delta"], money=True)
+    return text if summary.get("cost_delta_known", True) else f"{text} (priced cases only)"

@@ -1,0 +1,468 @@
+"""Baseline against candidate: two results documents in, one comparison document out.
+
+Cases are matched by id, trials grouped (`harness.report.trials`): a case recorded N times is one
+case with N trials on its side. Per case the comparison records
+
+- each check's pass count on both sides, k of n, and its flip: `to_fail` when the candidate passes it
+  less often than the baseline, `to_pass` when more often (with one trial each: pass -> fail, fail -> pass);
+- the first step where the two trajectories part, and what changed there in the request and in the
+  response (a deepdiff summary, `harness.cassette.match.diff_summary`), plus the first step whose
+  response differs when that comes later; ids the simulator or the API makes up (message ids,
+  tool_use ids, thinking signatures) are renamed by order of appearance first, so only real changes count;
+- the tool sequence of both sides and its edits; tokens by kind, cost and steps, mean per trial, and
+  the deltas; a unified diff of the final answers.
+
+Divergence, tool sequences and answer diffs compare one trial of each side (`compared_trials`): the first
+that fails a check which flipped against it (the trial that shows the change), else the first.
+
+The document (`comparison_version` 1) embeds both results documents, so every view of it (Markdown,
+JUnit, HTML) is a projection that needs nothing else. Exit code: 2 when a compared case could not run
+on a side, else 1 when any check flips to fail, else 0. Cases present on one side only are refused
+(`CaseSetMismatch`, exit 2) unless the caller allows them; then they are listed and left out.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from harness.cassette.format import atomic_write_text
+from harness.cassette.match import diff_summary
+from harness.errors import HarnessError
+from harness.report.trials import DEFAULT_K, TrialStats, case_stats, check_stats, group_cases
+
+__all__ = [
+    "COMPARISON_VERSION",
+    "CaseSetMismatch",
+    "compare_results",
+    "comparison_exit_code",
+    "first_divergence",
+    "write_comparison",
+]
+
+COMPARISON_VERSION = 1
+_KINDS = ("input", "output", "cache_write", "cache_read", "total")
+_ANSWER_DIFF_LINES = 200
+_NAMED_LIMIT = 20  # case ids named in an error message
+
+
+class CaseSetMismatch(HarnessError):
+    """The two sides hold different cases and the caller did not allow it."""
+
+
+# --- per-step views: what a step asked and answered, without the ids nobody chose -------------------------------
+
+
+class _Aliases:
+    """tool_use ids -> 'tool#1', 'tool#2'... in order of first appearance in one trajectory."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+
+    def __call__(self, value: Any) -> str:
+        return self.names.setdefault(str(value), f"tool#{len(self.names) + 1}")
+
+
+def _normal_block(block: Mapping[str, Any], alias: _Aliases) -> dict[str, Any]:
+    out = dict(block)
+    kind = str(out.get("type", ""))
+    if kind in ("tool_use", "server_tool_use") and "id" in out:
+        out["id"] = alias(out["id"])
+    if "tool_use_id" in out:
+        out["tool_use_id"] = alias(out["tool_use_id"])
+    if "signature" in out:
+        out["signature"] = "<signature>"
+    if isinstance(out.get("content"), list):
+        out["content"] = [_normal_block(part, alias) if isinstance(part, Mapping) else part for part in out["content"]]
+    return out
+
+
+def _normal_message(message: Mapping[str, Any], alias: _Aliases) -> dict[str, Any]:
+    out = dict(message)
+    if isinstance(out.get("content"), list):
+        out["content"] = [_normal_block(b, alias) if isinstance(b, Mapping) else b for b in out["content"]]
+    return out
+
+
+def _request_view(request: Mapping[str, Any], added: Any, alias: _Aliases) -> dict[str, Any]:
+    return {
+        "model": request.get("model"),
+        "max_tokens": request.get("max_tokens"),
+        "stream": request.get("stream"),
+        "system": request.get("system_text") if request.get("system_text") is not None else request.get("system"),
+        "tools": request.get("tools"),
+        "tool_definitions": request.get("tools_fingerprint"),
+        "messages_added": [_normal_message(m, alias) for m in added or []],
+    }
+
+
+def step_views(case: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """Each exchange of a case record, normalized for diffing: its steps, and the request a run ended on
+    when no message came back (`step` None there). None when the record has no step_details."""
+    digest = case.get("trajectory") or {}
+    details = digest.get("step_details")
+    if details is None:
+        return None
+    failed = {run["index"]: run for run in digest.get("run_details") or [] if run.get("failed_request")}
+    alias = _Aliases()
+    views: list[dict[str, Any]] = []
+
+    def close_run(run: int, last_step: int | None) -> None:
+        record = failed.pop(run, None)
+        if record is None:
+            return
+        views.append(
+            {
+                "step": None,
+                "label": f"the failed request after step {last_step}"
+                if last_step
+                else f"the failed request of run {run}",
+                "request": _request_view(record["failed_request"]["request"], record["failed_request"]["added"], alias),
+                "response": {"outcome": {key: record["outcome"].get(key) for key in ("kind", "status", "error_type")}},
+            }
+        )
+
+    current, last = None, None
+    for step in details:
+        if current is not None and step["run"] != current:
+            close_run(current, last)
+        current, last = step["run"], step["index"]
+        response = step["response"]
+        views.append(
+            {
+                "step": step["index"],
+                "label": f"step {step['index']}",
+                "request": _request_view(step["request"], step.get("added"), alias),
+                "response": {
+                    "model": response.get("model"),
+                    "stop_reason": response.get("stop_reason"),
+                    "stop_sequence": response.get("stop_sequence"),
+                    "content": [_normal_block(block, alias) for block in response.get("blocks") or []],
+                },
+            }
+        )
+    if current is not None:
+        close_run(current, last)
+    for run in sorted(failed):  # runs with no step at all
+        close_run(run, None)
+    return views
+
+
+def first_divergence(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Where two case records' trajectories first part; None when they do not.
+
+    `step` is the step number (None for a request that got no message; `label` says which), `where` is
+    request, response, steps (one side has fewer) or unknown (no per-step data).
+    """
+    before, after = step_views(baseline), step_views(candidate)
+    if before is None or after is None:
+        side = "baseline" if before is None else "candidate"
+        return {
+            "step": None,
+            "label": None,
+            "where": "unknown",
+            "request": [],
+            "response": [],
+            "note": f"the {side} results carry no per-step data (written before step_details existed)",
+        }
+    found: dict[str, Any] | None = None
+    for index in range(max(len(before), len(after))):
+        if index >= len(before) or index >= len(after):
+            shorter, longer = ("baseline", "candidate") if index >= len(before) else ("candidate", "baseline")
+            extra = (after if index >= len(before) else before)[index]
+            note = f"the {shorter} has no {extra['label']}: the {longer} goes on"
+            if found is None:
+                return {
+                    "step": extra["step"],
+                    "label": extra["label"],
+                    "where": "steps",
+                    "request": [],
+                    "response": [],
+                    "note": note,
+                }
+            found.setdefault("note", note)
+            break
+        b, c = before[index], after[index]
+        request = diff_summary(b["request"], c["request"])
+        response = diff_summary(b["response"], c["response"])
+        if b["label"] != c["label"] and not request and not response:
+            response = [f"the baseline's is {b['label']}, the candidate's {c['label']}"]
+        if found is None and (request or response):
+            found = {
+                "step": c["step"],
+                "label": c["label"],
+                "where": "request" if request else "response",
+                "request": request,
+                "response": response,
+            }
+            if response:
+                return found
+        elif found is not None and response:
+            found["response_step"] = c["step"]
+            found["response_label"] = c["label"]
+            found["later_response"] = response
+            return found
+    return found
+
+
+# --- one case, both sides ------------------------------------------------------------------------------------
+
+
+def _check_side(trials: Sequence[Mapping[str, Any]], check_id: str, stats: TrialStats) -> dict[str, Any]:
+    runs = [check for case in trials for check in case["checks"] if check["id"] == check_id]
+    shown = next((check for check in runs if not check["passed"]), runs[0])
+    return {
+        "n": stats.n,
+        "c": stats.c,
+        "passed": stats.c == stats.n,
+        "reason": shown["reason"],
+        "step": shown["step"],
+        "check": shown["check"],
+    }
+
+
+def _checks(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    b_stats, c_stats = check_stats(before), check_stats(after)
+    out = []
+    for check_id in dict.fromkeys([*b_stats, *c_stats]):
+        b, c = b_stats.get(check_id), c_stats.get(check_id)
+        flip = None
+        if b is not None and c is not None:
+            if c.c * b.n < b.c * c.n:
+                flip = "to_fail"
+            elif c.c * b.n > b.c * c.n:
+                flip = "to_pass"
+        out.append(
+            {
+                "id": check_id,
+                "baseline": _check_side(before, check_id, b) if b else None,
+                "candidate": _check_side(after, check_id, c) if c else None,
+                "flip": flip,
+            }
+        )
+    return out
+
+
+def _mean_usage(trials: Sequence[Mapping[str, Any]]) -> dict[str, float] | None:
+    usages = [case["usage"] for case in trials if case.get("usage")]
+    if not usages:
+        return None
+    return {kind: _tidy(sum(usage.get(kind, 0) for usage in usages) / len(usages)) for kind in _KINDS}
+
+
+def _mean_cost(trials: Sequence[Mapping[str, Any]]) -> float | None:
+    ran = [case for case in trials if case.get("trajectory") is not None]
+    costs = [case.get("cost_usd") for case in ran]
+    if not costs or any(value is None for value in costs):
+        return None
+    return round(sum(costs) / len(costs), 6)
+
+
+def _mean_steps(trials: Sequence[Mapping[str, Any]]) -> float | None:
+    steps = [case["trajectory"]["steps"] for case in trials if case.get("trajectory")]
+    return _tidy(sum(steps) / len(steps)) if steps else None
+
+
+def _tidy(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else round(value, 1)
+
+
+def _tool_items(case: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return list((case.get("trajectory") or {}).get("tool_sequence") or [])
+
+
+def _tool_label(item: Mapping[str, Any]) -> str:
+    return f"{item['name']}{' (error)' if item.get('is_error') else ''}"
+
+
+def tool_sequence_changes(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Edits that turn the baseline's tool calls into the candidate's, each naming its steps."""
+    a = [_tool_label(item) for item in before]
+    b = [_tool_label(item) for item in after]
+    lines = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        old = ", ".join(f"{a[i]} (step {before[i]['step']})" for i in range(i1, i2))
+        new = ", ".join(f"{b[j]} (step {after[j]['step']})" for j in range(j1, j2))
+        if op == "replace":
+            lines.append(f"{old} → {new}")
+        elif op == "delete":
+            lines.append(f"dropped: {old}")
+        elif op == "insert":
+            lines.append(f"added: {new}")
+    return lines
+
+
+def _answer_diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    old = ((before.get("trajectory") or {}).get("final_text") or "").splitlines()
+    new = ((after.get("trajectory") or {}).get("final_text") or "").splitlines()
+    lines = list(difflib.unified_diff(old, new, "baseline", "candidate", lineterm="", n=2))
+    if len(lines) > _ANSWER_DIFF_LINES:
+        lines = [*lines[:_ANSWER_DIFF_LINES], f"… {len(lines) - _ANSWER_DIFF_LINES} more lines"]
+    return lines
+
+
+def _side(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    errors = [case for case in trials if case["status"] == "error"]
+    return {
+        "case_ids": [case["id"] for case in trials],
+        "trials": case_stats(trials).to_dict(),
+        "errored": len(errors),
+        "error": errors[0]["error"] if errors else None,
+        "steps": _mean_steps(trials),
+        "usage": _mean_usage(trials),
+        "cost_usd": _mean_cost(trials),
+    }
+
+
+def _representative(trials: Sequence[Mapping[str, Any]], checks: Sequence[Mapping[str, Any]], flip: str) -> Mapping:
+    """The trial to diff: the first that fails a check flipping `flip` on the other side (the trial that shows the
+    change), else the first."""
+    flipped = {check["id"] for check in checks if check["flip"] == flip}
+    for case in trials:
+        if any(check["id"] in flipped and not check["passed"] for check in case["checks"]):
+            return case
+    return trials[0]
+
+
+def compare_case(case_id: str, before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]) -> dict:
+    """One case (a group of trials on each side) compared."""
+    baseline, candidate = _side(before), _side(after)
+    checks = _checks(before, after)
+    first_b, first_c = _representative(before, checks, "to_pass"), _representative(after, checks, "to_fail")
+    ran = first_b.get("trajectory") is not None and first_c.get("trajectory") is not None
+    divergence = first_divergence(first_b, first_c) if ran else None
+    tools_b, tools_c = _tool_items(first_b), _tool_items(first_c)
+    usage_delta = None
+    if baseline["usage"] is not None and candidate["usage"] is not None:
+        usage_delta = {kind: _tidy(round(candidate["usage"][kind] - baseline["usage"][kind], 1)) for kind in _KINDS}
+    cost_delta = None
+    if baseline["cost_usd"] is not None and candidate["cost_usd"] is not None:
+        cost_delta = round(candidate["cost_usd"] - baseline["cost_usd"], 6)
+    flips = {check["flip"] for check in checks}
+    if baseline["errored"] or candidate["errored"]:
+        status = "error"
+    elif "to_fail" in flips:
+        status = "regressed"
+    elif "to_pass" in flips:
+        status = "improved"
+    elif (divergence and divergence["where"] != "unknown") or (usage_delta and any(usage_delta.values())):
+        status = "changed"
+    else:
+        status = "unchanged"
+    return {
+        "id": case_id,
+        "suite": first_c.get("suite") or first_b.get("suite"),
+        "compared_trials": {"baseline": first_b["id"], "candidate": first_c["id"]},
+        "status": status,
+        "baseline": baseline,
+        "candidate": candidate,
+        "checks": checks,
+        "divergence": divergence,
+        "tool_sequence": {
+            "baseline": [_tool_label(item) for item in tools_b],
+            "candidate": [_tool_label(item) for item in tools_c],
+            "changes": tool_sequence_changes(tools_b, tools_c),
+        },
+        "usage_delta": usage_delta,
+        "cost_delta": cost_delta,
+        "answer_diff": _answer_diff(first_b, first_c) if ran else [],
+    }
+
+
+# --- the document ----------------------------------------------------------------------------------------------
+
+
+def _named(ids: Sequence[str]) -> str:
+    shown = ", ".join(ids[:_NAMED_LIMIT])
+    return shown + (f" and {len(ids) - _NAMED_LIMIT} more" if len(ids) > _NAMED_LIMIT else "")
+
+
+def _sum_deltas(cases: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], float, bool]:
+    """Token deltas summed by kind; the cost delta summed over the cases priced on both sides, and whether all were."""
+    usage = {kind: 0.0 for kind in _KINDS}
+    for case in cases:
+        for kind in _KINDS:
+            usage[kind] += (case["usage_delta"] or {}).get(kind, 0)
+    known = [case["cost_delta"] for case in cases if case["cost_delta"] is not None]
+    return (
+        {kind: _tidy(round(value, 1)) for kind, value in usage.items()},
+        round(sum(known), 6),
+        len(known) == len(cases),
+    )
+
+
+def compare_results(
+    baseline: Mapping[str, Any],
+    candidate: Mapping[str, Any],
+    *,
+    allow_different_cases: bool = False,
+    baseline_label: str | None = None,
+    candidate_label: str | None = None,
+    k: int = DEFAULT_K,
+) -> dict[str, Any]:
+    """The comparison document of two results documents (see the module docstring)."""
+    from harness import __version__
+
+    before, after = group_cases(baseline["cases"]), group_cases(candidate["cases"])
+    only_before = [case_id for case_id in before if case_id not in after]
+    only_after = [case_id for case_id in after if case_id not in before]
+    if (only_before or only_after) and not allow_different_cases:
+        parts = []
+        if only_before:
+            parts.append(f"missing from the candidate: {_named(only_before)}")
+        if only_after:
+            parts.append(f"missing from the baseline: {_named(only_after)}")
+        raise CaseSetMismatch(
+            "the two sides hold different cases (" + "; ".join(parts) + "); pass --allow-different-cases "
+            "to compare the cases they share"
+        )
+    cases = [compare_case(case_id, trials, after[case_id]) for case_id, trials in before.items() if case_id in after]
+    statuses = [case["status"] for case in cases]
+    flips = [check["flip"] for case in cases for check in case["checks"]]
+    usage_delta, cost_delta, cost_known = _sum_deltas(cases)
+    if "error" in statuses:
+        status = "error"
+    elif "regressed" in statuses:
+        status = "regressed"
+    elif "improved" in statuses:
+        status = "improved"
+    elif "changed" in statuses:
+        status = "changed"
+    else:
+        status = "unchanged"
+    summary = {
+        "status": status,
+        "cases": len(cases),
+        **{name: statuses.count(name) for name in ("regressed", "improved", "changed", "unchanged")},
+        "errored": statuses.count("error"),
+        "checks_flipped_to_fail": flips.count("to_fail"),
+        "checks_flipped_to_pass": flips.count("to_pass"),
+        "only_in_baseline": only_before,
+        "only_in_candidate": only_after,
+        "usage_delta": usage_delta,
+        "cost_delta": cost_delta,
+        "cost_delta_known": cost_known,
+    }
+    return {
+        "comparison_version": COMPARISON_VERSION,
+        "tool": {"name": "loop-harness", "version": __version__},
+        "created_at": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+        "k": k,
+        "baseline": {"label": baseline_label, "results": dict(baseline)},
+        "candidate": {"label": candidate_label, "results": dict(candidate)},
+        "summary": summary,
+        "cases": cases,
+    }
+
+
+def comparison_exit_code(comparison: Mapping[str, Any]) -> int:
+    """2 a compared case could not run on a side, 1 a check flipped to fail, else 0."""
+    status = comparison["summary"]["status"]
+    return 2 if status == "error" else 1 if status == "regressed" else 0
+
+
+def write_comparison(path: Any, comparison: Mapping[str, Any]) -> None:
+    atomic_write_text(path, json.dumps(comparison, indent=2, ensure_ascii=False, default=str) + "\n")

@@ -1,0 +1,183 @@
+"""`harness compare BASELINE CANDIDATE`: a baseline against a candidate, per case; a CI gate.
+
+BASELINE and CANDIDATE are both one of:
+
+- results files (`harness eval --json F`), compared as they are;
+- suite files (.yaml): each is run, and cases are matched by id;
+- cassette folders (`cassettes/` against `candidates/`): the cases of the suites (`--suite`, default the
+  project's evals/) that read a cassette under BASELINE are run on both sides with the same goldens, the
+  candidate side reading the file at the same relative path under CANDIDATE (see
+  harness.report.cassette_sets). Trial files (`NAME.trial-K.yaml`) are a case's trials.
+
+Exit 0 when no check flips to fail, 1 when one does, 2 on bad input: unreadable files, a case that could
+not run, or cases present on one side only (unless --allow-different-cases, which compares the shared
+ones and names the rest).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from harness.errors import HarnessError
+from harness.report.outputs import add_report_arguments, write_comparison_reports
+from harness.report.trials import DEFAULT_K
+
+SUITE_SUFFIXES = (".yaml", ".yml")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "baseline", metavar="BASELINE", help="results file (.json), suite file (.yaml) or cassette folder"
+    )
+    parser.add_argument("candidate", metavar="CANDIDATE", help="the same kind of input as BASELINE")
+    parser.add_argument(
+        "--allow-different-cases",
+        action="store_true",
+        help="compare the cases both sides hold, naming the others, instead of refusing (exit 2)",
+    )
+    parser.add_argument(
+        "--suite",
+        action="append",
+        metavar="PATH",
+        help="for cassette folders: the suites whose cases to run (default: the project's evals/)",
+    )
+    parser.add_argument("--golden", metavar="DIR", help="folder the suites' golden paths are relative to")
+    parser.add_argument(
+        "--k",
+        type=int,
+        default=DEFAULT_K,
+        help=f"the k of pass@k and pass^k in reports (default {DEFAULT_K}; at most the trials)",
+    )
+    add_report_arguments(parser)
+
+
+def _kind(path: Path) -> str:
+    if path.is_dir():
+        return "folder"
+    if not path.exists():
+        raise HarnessError("no such file or folder", file=path)
+    if path.suffix == ".json":
+        return "results"
+    if path.suffix in SUITE_SUFFIXES:
+        return "suite"
+    raise HarnessError("not a results file (.json), a suite file (.yaml) or a cassette folder", file=path)
+
+
+def _load_results(path: Path) -> dict[str, Any]:
+    from harness.evals.results import validate_results
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        raise HarnessError(f"cannot read it: {err}", file=path) from None
+    except json.JSONDecodeError as err:
+        raise HarnessError(f"not JSON: {err.msg}", file=path, where=f"line {err.lineno}, column {err.colno}") from None
+    if not isinstance(data, Mapping) or "results_version" not in data:
+        raise HarnessError("not a results document (`harness eval --json F` writes one)", file=path)
+    validate_results(data, file=path)
+    return data
+
+
+def _sides(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    baseline, candidate = Path(args.baseline), Path(args.candidate)
+    kinds = (_kind(baseline), _kind(candidate))
+    if kinds[0] != kinds[1]:
+        raise HarnessError(
+            f"BASELINE is a {kinds[0]} and CANDIDATE a {kinds[1]}: compare two results files (.json), two suite "
+            "files (.yaml) or two cassette folders"
+        )
+    if kinds[0] == "results":
+        return _load_results(baseline), _load_results(candidate)
+    from harness.report.cassette_sets import results_for_folder, results_for_suite_file, suites_for
+
+    if kinds[0] == "suite":
+        return (
+            results_for_suite_file(baseline, golden_dir=args.golden),
+            results_for_suite_file(candidate, golden_dir=args.golden),
+        )
+    suites = suites_for(args.suite, args.golden)
+    golden_dir = Path(args.golden).resolve() if args.golden else None
+    return (
+        results_for_folder(baseline, base=baseline, suites=suites, golden_dir=golden_dir),
+        results_for_folder(candidate, base=baseline, suites=suites, golden_dir=golden_dir),
+    )
+
+
+def _print(comparison: Mapping[str, Any], console: Console) -> None:
+    from harness.report._text import divergence_short, side_text, signed, summary_cost_delta
+
+    k = int(comparison["k"])
+    table = Table(title="harness compare", title_justify="left")
+    for column in ("case", "status", "baseline", "candidate", "flips", "diverges at", "Δ tokens", "Δ cost"):
+        table.add_column(column, overflow="fold")
+    style = {
+        "regressed": "bold red",
+        "error": "bold magenta",
+        "improved": "green",
+        "changed": "cyan",
+        "unchanged": "dim",
+    }
+    for case in comparison["cases"]:
+        flips = ", ".join(
+            f"{check['id']} {'→ fail' if check['flip'] == 'to_fail' else '→ pass'}"
+            for check in case["checks"]
+            if check["flip"]
+        )
+        table.add_row(
+            case["id"],
+            f"[{style[case['status']]}]{case['status']}[/]",
+            side_text(case["baseline"], k),
+            side_text(case["candidate"], k),
+            flips or "-",
+            divergence_short(case["divergence"]),
+            signed((case["usage_delta"] or {}).get("total")),
+            signed(case["cost_delta"], money=True),
+        )
+    console.print(table)
+    for case in comparison["cases"]:
+        for check in case["checks"]:
+            if check["flip"] == "to_fail":
+                after = check["candidate"]
+                console.print(f"[bold red]FLIP[/] {case['id']} {check['id']}: {after['reason']}", highlight=False)
+    summary = comparison["summary"]
+    for side in ("baseline", "candidate"):
+        missing = summary[f"only_in_{side}"]
+        if missing:
+            console.print(f"only in the {side} (not compared): {', '.join(missing)}", highlight=False)
+    console.print(
+        f"[bold]{summary['cases']} case(s)[/]: {summary['regressed']} regressed, {summary['improved']} improved, "
+        f"{summary['changed']} changed, {summary['unchanged']} unchanged, {summary['errored']} errored · "
+        f"checks flipped to fail {summary['checks_flipped_to_fail']}, to pass {summary['checks_flipped_to_pass']} · "
+        f"Δ tokens {signed(summary['usage_delta']['total'])} · Δ cost {summary_cost_delta(summary)}",
+        highlight=False,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.report.compare import compare_results, comparison_exit_code
+
+    if args.k < 1:
+        raise HarnessError("--k must be 1 or more")
+    baseline, candidate = _sides(args)
+    comparison = compare_results(
+        baseline,
+        candidate,
+        allow_different_cases=args.allow_different_cases,
+        baseline_label=args.baseline,
+        candidate_label=args.candidate,
+        k=args.k,
+    )
+    console = Console()
+    _print(comparison, console)
+    for path in write_comparison_reports(
+        comparison, json_path=args.json_path, markdown=args.markdown, junit=args.junit, html=args.html
+    ):
+        console.print(f"wrote {path}", highlight=False)
+    return comparison_exit_code(comparison)
