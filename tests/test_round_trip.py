@@ -12,6 +12,7 @@ from typing import Any
 
 import anthropic
 import pytest
+from dayflow_clients import dayflow_runner_reply, text_of
 
 from harness import CassetteMismatch, use_cassette
 from harness.agents.dayflow import SYSTEM_PROMPT, build_registry, user_prompt
@@ -89,29 +90,7 @@ def test_hand_written_loop_round_trip(tmp_path: Path) -> None:
 
 
 def tool_runner_brief(client: anthropic.Anthropic, **options: Any) -> str:
-    registry = build_registry()
-
-    @anthropic.beta_tool
-    def read_inbox(limit: int = 20) -> str:
-        """Read the newest emails in the inbox."""
-        return registry.run("read_inbox", {"limit": limit}).content
-
-    @anthropic.beta_tool
-    def read_calendar(days: int = 7) -> str:
-        """Read calendar events for the next days."""
-        return registry.run("read_calendar", {"days": days}).content
-
-    @anthropic.beta_tool
-    def read_tasks(include_done: bool = False) -> str:
-        """Read the task list."""
-        return registry.run("read_tasks", {"include_done": include_done}).content
-
-    runner = client.beta.messages.tool_runner(
-        model="claude-sonnet-5", max_tokens=1024, system=SYSTEM_PROMPT,
-        tools=[read_inbox, read_calendar, read_tasks], messages=[{"role": "user", "content": user_prompt()}],
-        **options)
-    final = runner.until_done()
-    return "".join(block.text for block in final.content if block.type == "text")
+    return text_of(dayflow_runner_reply(client, **options))
 
 
 def test_sdk_tool_runner_round_trip(tmp_path: Path) -> None:

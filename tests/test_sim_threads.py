@@ -15,6 +15,7 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
+from dayflow_clients import dayflow_runner_reply, text_of
 
 from harness.agents.dayflow import SYSTEM_PROMPT, build_registry, user_prompt
 from harness.sim import MESSAGE_THREADS_BETA, Simulator, cli
@@ -54,40 +55,6 @@ def sdk_client(sim: Simulator, recorder: Recorder | None = None) -> anthropic.An
     return anthropic.Anthropic(
         api_key="sim-key", base_url=sim.base_url, max_retries=0, http_client=httpx2.Client(event_hooks=hooks)
     )
-
-
-def dayflow_runner_reply(client: anthropic.Anthropic, **options: Any) -> Any:
-    """The SDK's beta tool runner on the Dayflow tools; returns the final message."""
-    registry = build_registry()
-
-    @anthropic.beta_tool
-    def read_inbox(limit: int = 20) -> str:
-        """Read the newest emails in the inbox."""
-        return registry.run("read_inbox", {"limit": limit}).content
-
-    @anthropic.beta_tool
-    def read_calendar(days: int = 7) -> str:
-        """Read calendar events for the next days."""
-        return registry.run("read_calendar", {"days": days}).content
-
-    @anthropic.beta_tool
-    def read_tasks(include_done: bool = False) -> str:
-        """Read the task list."""
-        return registry.run("read_tasks", {"include_done": include_done}).content
-
-    runner = client.beta.messages.tool_runner(
-        model=options.pop("model", "claude-sonnet-5"),
-        max_tokens=1024,
-        system=SYSTEM_PROMPT,
-        tools=[read_inbox, read_calendar, read_tasks],
-        messages=[{"role": "user", "content": user_prompt()}],
-        **options,
-    )
-    return runner.until_done()
-
-
-def text_of(message: Any) -> str:
-    return "".join(block.text for block in message.content if block.type == "text")
 
 
 def post(sim: Simulator, body: dict[str, Any], headers: dict[str, str] | None = None) -> httpx2.Response:
