@@ -6,6 +6,7 @@ import asyncio
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import anthropic
 import httpx2
@@ -270,3 +271,35 @@ def test_cassette_text_reads_like_the_conversation(tmp_path: Path) -> None:
     assert "content: |-\n" in text or "content: |\n" in text, "multi-line text is a literal block"
     data = yaml.safe_load(text)
     assert data["interactions"][0]["request"]["body"]["messages"][0]["content"] == "line one\nline two"
+
+
+def test_recording_is_captured_by_vcrpy_and_replay_never_enters_it(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import vcr.stubs.httpx_stubs as stubs
+
+    captured: list[int] = []
+    real_serialize = stubs._serialize_response
+
+    def spy(response: Any, content: bytes) -> Any:
+        captured.append(response.status_code)
+        return real_serialize(response, content)
+
+    monkeypatch.setattr(stubs, "_serialize_response", spy)
+    path = tmp_path / "vcr.yaml"
+    record(path, "one", "two")
+    assert captured == [200, 200], "every recorded exchange goes through vcrpy's httpx2 stub"
+    with use_cassette(path, mode="none"):
+        ask(FakeMessagesAPI().client(), "one")
+    assert captured == [200, 200], "replay answers from the index, before vcrpy"
+
+
+def test_a_beta_true_recording_replays_for_an_sdk_that_sends_no_query(tmp_path: Path) -> None:
+    path = tmp_path / "beta.yaml"
+    with use_cassette(path, mode="once"):
+        FakeMessagesAPI().client().messages.create(model=MODEL, max_tokens=8, extra_query={"beta": "true"},
+                                                   messages=[{"role": "user", "content": "old sdk"}])
+    assert load_cassette(path).interactions[0]["request"]["query"] == "beta=true"
+    with use_cassette(path, mode="none"):
+        message = FakeMessagesAPI().client().messages.create(model=MODEL, max_tokens=8,
+                                                             messages=[{"role": "user", "content": "old sdk"}])
+    assert message.content[0].text == "echo: old sdk"

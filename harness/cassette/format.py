@@ -4,14 +4,26 @@ One YAML file per run. JSON bodies are stored parsed, multi-line strings as lite
 a list of events, so a pull-request diff reads like the conversation. Loading uses libyaml's safe
 loader when present: no tag can construct a Python object, and it is several times faster than the
 pure-Python loader (replay speed is the product's speed).
+
+Even libyaml builds every node in Python, so a large cassette (thousands of agent steps, tens of MB)
+parses some 20 times slower than the same data as JSON. Loading therefore goes through a parse cache:
+the parsed data of a large file, as JSON, under a name that is the hash of the file's bytes (see
+`_ParseCache`). The file is read and hashed on every load and stays the only source of truth; what
+comes out of the cache is validated exactly like what comes out of the parser.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
+import hashlib
 import json
 import os
+import re
+import stat
 import tempfile
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -81,14 +93,120 @@ def validate(data: Any, *, file: str | Path | None = None) -> None:
             file=file,
             where="$",
         )
+    if _schema_is_v1() and _plainly_valid_v1(data):
+        return
     error = jsonschema.exceptions.best_match(_validator().iter_errors(data))
     if error is not None:
         raise CassetteError(error.message, file=file, where=json_path(error.absolute_path))
 
 
+# ---------------------------------------------------------------------------------------------------
+# A quick yes for what plainly follows schema v1
+#
+# jsonschema walks every interaction, every header and every SSE event through its generic machinery:
+# about 3 s for 5,000 recorded agent steps, six times the JSON parse itself. The checks below accept
+# only what plainly follows schema.json version 1 (stricter than the schema where that is simpler: an
+# integer must be an int, a string a str); anything else, and every error message, is left to
+# jsonschema, which stays the authority. They apply only while schema.json is the one they were written
+# for (its digest below): an edited schema turns them off, never wrong.
+
+_SCHEMA_V1_SHA256 = "498b62ee9b5323214c41643863a97ea652b6ab847829a44a6d83b6da5dcb7ac1"
+_METHOD = re.compile(r"^[A-Z]+$")  # schema.json's own patterns, applied as jsonschema does (re.search)
+_PATH = re.compile(r"^/")
+_INTERACTION_KEYS = frozenset({"request", "response", "error", "elapsed_ms"})
+_REQUEST_KEYS = frozenset({"method", "host", "path", "query", "headers", "body", "body_text", "body_base64"})
+_RESPONSE_KEYS = frozenset({"status", "reason", "headers", "body", "body_text", "body_base64", "events",
+                            "truncated"})
+_EVENT_KEYS = frozenset({"event", "data", "offset_ms"})
+_ERROR_KEYS = frozenset({"kind", "message"})
+_ERROR_KINDS = frozenset({"timeout", "disconnect", "connect"})
+_BODY_FORMS = ("body", "body_text", "body_base64", "events")
+
+
+@cache
+def _schema_is_v1() -> bool:
+    canonical = json.dumps(cassette_schema(), sort_keys=True).encode("utf-8")
+    return hashlib.sha256(canonical).hexdigest() == _SCHEMA_V1_SHA256
+
+
+def _plainly_valid_v1(data: dict[str, Any]) -> bool:
+    interactions = data.get("interactions")
+    if data.keys() != {"harness", "interactions"} or type(interactions) is not list:
+        return False
+    # The provenance block is small and open-ended: jsonschema checks it on its own, in microseconds.
+    if not _validator().is_valid({"harness": data["harness"], "interactions": []}):
+        return False
+    return all(_plain_interaction(interaction) for interaction in interactions)
+
+
+def _is_number(value: Any, minimum: float) -> bool:
+    return type(value) in (int, float) and value >= minimum
+
+
+def _plain_headers(headers: Any) -> bool:
+    return type(headers) is dict and all(type(value) is str for value in headers.values())
+
+
+def _one_body_at_most(stored: dict[str, Any]) -> bool:
+    return sum(form in stored for form in _BODY_FORMS) <= 1
+
+
+def _plain_interaction(interaction: Any) -> bool:
+    if type(interaction) is not dict or not interaction.keys() <= _INTERACTION_KEYS:
+        return False
+    if ("response" in interaction) == ("error" in interaction):  # oneOf: exactly one of the two
+        return False
+    if "elapsed_ms" in interaction and not _is_number(interaction["elapsed_ms"], 0):
+        return False
+    if not _plain_request(interaction.get("request")):
+        return False
+    if "response" in interaction:
+        return _plain_response(interaction["response"])
+    error = interaction["error"]
+    return (type(error) is dict and error.keys() <= _ERROR_KEYS and type(error.get("kind")) is str
+            and error["kind"] in _ERROR_KINDS and type(error.get("message", "")) is str)
+
+
+def _plain_request(request: Any) -> bool:
+    if type(request) is not dict or not request.keys() <= _REQUEST_KEYS:
+        return False
+    method, path = request.get("method"), request.get("path")
+    return (type(method) is str and _METHOD.search(method) is not None
+            and type(path) is str and _PATH.search(path) is not None
+            and all(type(request.get(key, "")) is str for key in ("host", "query", "body_text", "body_base64"))
+            and ("headers" not in request or _plain_headers(request["headers"]))
+            and _one_body_at_most(request))
+
+
+def _plain_response(response: Any) -> bool:
+    if type(response) is not dict or not response.keys() <= _RESPONSE_KEYS:
+        return False
+    status = response.get("status")
+    if type(status) is not int or not 100 <= status <= 599:
+        return False
+    if not all(type(response.get(key, "")) is str for key in ("reason", "body_text", "body_base64")):
+        return False
+    if "headers" in response and not _plain_headers(response["headers"]):
+        return False
+    if type(response.get("truncated", False)) is not bool or not _one_body_at_most(response):
+        return False
+    events = response.get("events", [])
+    return type(events) is list and all(_plain_event(event) for event in events)
+
+
+def _plain_event(event: Any) -> bool:
+    return (type(event) is dict and "data" in event and event.keys() <= _EVENT_KEYS
+            and type(event.get("event", "")) is str
+            and ("offset_ms" not in event or _is_number(event["offset_ms"], 0)))
+
+
 def parse_yaml(text: str, *, file: str | Path | None = None) -> Any:
     try:
-        return yaml.load(text, Loader=_SafeLoader)  # a safe loader, C or Python
+        with _collector_paused():
+            data = yaml.load(text, Loader=_SafeLoader)  # a safe loader, C or Python
+        if _MAYBE_ANCHOR.search(text):
+            _refuse_alias_bombs(data, limit=max(len(text), MAX_ALIAS_EXPANSION), file=file)
+        return data
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
@@ -99,16 +217,85 @@ def parse_yaml(text: str, *, file: str | Path | None = None) -> Any:
         raise CassetteError("nesting too deep to be a cassette", file=file) from None
 
 
-def read_text_bounded(path: Path, limit: int | None = None) -> str:
-    """Read a file refusing anything over `limit` bytes or not UTF-8, before it reaches a parser."""
-    limit = MAX_CASSETTE_BYTES if limit is None else limit
+# An anchor (`&name`) starts a node: after a line start, a space or a flow indicator. Text without one
+# has no aliases, and most cassettes are checked by this one regular expression only.
+_MAYBE_ANCHOR = re.compile(r"(?:^|[\s\[{,])&[^\s\[\]{},]", re.MULTILINE)
+MAX_ALIAS_EXPANSION = 1_000_000  # nodes; above this (and above the text's length) aliases are refused
+
+
+def _refuse_alias_bombs(data: Any, *, limit: int, file: str | Path | None) -> None:
+    """Refuse aliases that expand past `limit` nodes, or that contain themselves.
+
+    A safe loader builds an alias as a second reference to one object, so ten nested lists of ten
+    aliases load in microseconds as 10**9 strings, and whatever walks or serializes them next (the
+    request index, the parse cache, a save) never finishes. Our own writer never uses aliases; a foreign
+    file may (PyYAML writes `&id001` for an object it meets twice), harmlessly when the expansion is small.
+    """
+    sizes: dict[int, int] = {}  # expanded node count of each container, by id, once finished
+    open_: set[int] = set()  # containers being counted (an alias back to one of these is a cycle)
+    stack: list[tuple[Any, bool]] = [(data, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if not isinstance(node, dict | list):
+            continue
+        children = [*node.keys(), *node.values()] if isinstance(node, dict) else node
+        if children_done:
+            open_.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes.get(id(child), 1) for child in children)
+            if sizes[id(node)] > limit:
+                raise CassetteError(f"refused: YAML aliases expand this file past {limit:,} nodes (an alias bomb)",
+                                    file=file)
+            continue
+        if id(node) in sizes:
+            continue
+        open_.add(id(node))
+        stack.append((node, True))
+        for child in children:
+            if isinstance(child, dict | list):
+                if id(child) in open_:
+                    raise CassetteError("refused: a YAML alias refers to a node that contains it", file=file)
+                stack.append((child, False))
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Building a large document makes the cyclic GC rescan everything built so far, again and again (a
+    parse of 5,000 interactions spends more than half its time there); none of it is garbage yet."""
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        raise CassetteError("no such cassette", file=path) from None
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def read_bytes_bounded(path: Path, limit: int | None = None) -> bytes:
+    """A file's bytes, refusing anything over `limit` bytes before reading it."""
+    limit = MAX_CASSETTE_BYTES if limit is None else limit
+    size = regular_file_size(path)
     if size > limit:
         raise CassetteError(f"{size:,} bytes is over the {limit:,}-byte limit for a cassette", file=path)
-    raw = path.read_bytes()
+    with path.open("rb") as handle:
+        raw = handle.read(size + 1)
+    if len(raw) > size:  # it grew after the stat: some writer is still at it
+        raise CassetteError("the file changed while it was read; read it again once it is written", file=path)
+    return raw
+
+
+def regular_file_size(path: Path) -> int:
+    """The size of a regular file (symlinks followed). A device (/dev/zero never ends), a named pipe
+    (opening it waits for a writer) or a folder is refused before anything opens it."""
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        raise CassetteError("no such cassette", file=path) from None
+    if not stat.S_ISREG(status.st_mode):
+        raise CassetteError("not a regular file (a folder, a device or a pipe); a cassette is a file", file=path)
+    return status.st_size
+
+
+def decode_utf8(raw: bytes, path: Path) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -116,15 +303,120 @@ def read_text_bounded(path: Path, limit: int | None = None) -> str:
         raise CassetteError(f"not UTF-8 text (byte {err.start})", file=path, where=f"line {line}") from None
 
 
+def read_text_bounded(path: Path, limit: int | None = None) -> str:
+    """Read a file refusing anything over `limit` bytes or not UTF-8, before it reaches a parser."""
+    return decode_utf8(read_bytes_bounded(path, limit), path)
+
+
 def load_cassette(path: str | Path) -> CassetteFile:
     path = Path(path)
-    data = parse_yaml(read_text_bounded(path), file=path)
-    validate(data, file=path)
+    raw = read_bytes_bounded(path)
+    cache = _ParseCache.configured()
+    key = cache.key(raw) if cache is not None and len(raw) >= CACHE_MIN_BYTES else None
+    data = cache.get(key) if cache is not None and key is not None else None
+    if data is None:
+        data = parse_yaml(decode_utf8(raw, path), file=path)
+        validate(data, file=path)
+        if cache is not None and key is not None:
+            cache.put(key, data)
+    else:
+        validate(data, file=path)  # what the cache gives back is checked like what the parser gives
     return CassetteFile(meta=data["harness"], interactions=data["interactions"], path=path)
 
 
+# ---------------------------------------------------------------------------------------------------
+# The parse cache
+
+CACHE_ENV = "LOOP_HARNESS_CACHE_DIR"  # a folder; set it empty to turn the cache off
+CACHE_MIN_BYTES = 256 * 1024  # smaller files parse in tens of milliseconds: not worth a disk entry
+CACHE_MAX_BYTES = 512 * 1024 * 1024  # past this the least recently used entries are deleted
+_CACHE_FORMAT = 1
+
+
+class _ParseCache:
+    """Parsed cassettes as JSON, each under the hash of the exact bytes it was parsed from.
+
+    Safe by construction: an entry is found only by the hash of the file's current bytes (an edit
+    misses it), is written only after its data validated, is written atomically (temp file, rename),
+    names its own key inside (a renamed or truncated entry is ignored), and anything odd about it
+    (unreadable, not JSON, wrong key) means the file is parsed as if there were no cache. The key also
+    covers the YAML library's version, so a loader upgrade cannot serve data an older one produced.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    @classmethod
+    def configured(cls) -> _ParseCache | None:
+        setting = os.environ.get(CACHE_ENV)
+        if setting is not None:
+            return cls(Path(setting).expanduser()) if setting.strip() else None
+        try:
+            base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+        except RuntimeError:  # no home folder to be found: no cache, not a failed load
+            return None
+        return cls(Path(base) / "loop-harness" / "parsed-cassettes")
+
+    def key(self, raw: bytes) -> str:
+        salt = f"loop-harness parse cache {_CACHE_FORMAT}; PyYAML {yaml.__version__}; {_SafeLoader.__name__}\0"
+        digest = hashlib.blake2b(salt.encode("utf-8"), digest_size=32)
+        digest.update(raw)
+        return digest.hexdigest()
+
+    def _entry(self, key: str) -> Path:
+        return self.folder / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        entry = self._entry(key)
+        try:
+            raw = entry.read_bytes()
+            with _collector_paused():
+                stored = json.loads(raw)
+        except (OSError, ValueError, RecursionError):
+            return None
+        if not (isinstance(stored, dict) and stored.get("key") == key and isinstance(stored.get("data"), dict)):
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(entry)  # recently used: pruned last
+        return stored["data"]
+
+    def put(self, key: str, data: dict[str, Any]) -> None:
+        try:  # ASCII escapes: even a lone surrogate from a YAML escape writes out and reads back
+            text = json.dumps({"key": key, "data": data})
+        except (TypeError, ValueError):
+            return  # YAML gave something JSON has no word for (a date, bytes, a set): parse it each time
+        with _collector_paused():
+            same = json.loads(text)["data"] == data
+        if not same:  # e.g. an integer mapping key, which JSON turns into a string
+            return
+        with contextlib.suppress(OSError):
+            atomic_write_text(self._entry(key), text)
+            self._prune()
+
+    def _prune(self) -> None:
+        stale = time.time() - 3600
+        for leftover in self.folder.glob(".*.tmp"):  # a writer killed between write and rename
+            with contextlib.suppress(OSError):
+                if leftover.stat().st_mtime < stale:
+                    leftover.unlink()
+        entries = []
+        for entry in self.folder.glob("*.json"):
+            with contextlib.suppress(OSError):
+                status = entry.stat()
+                entries.append((status.st_mtime, status.st_size, entry))
+        total = sum(size for _, size, _ in entries)
+        for _, size, entry in sorted(entries):
+            if total <= CACHE_MAX_BYTES:
+                break
+            with contextlib.suppress(OSError):
+                entry.unlink()
+            total -= size
+
+
 class _Dumper(_SafeDumper):  # type: ignore[misc, valid-type]
-    pass
+    def ignore_aliases(self, data: Any) -> bool:
+        # No `&id001` / `*id001`: a diff must show the text, even where two requests share an object.
+        return True
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

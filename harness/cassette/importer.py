@@ -31,6 +31,7 @@ from harness.cassette.format import (
     load_cassette,
     parse_yaml,
     read_text_bounded,
+    regular_file_size,
     save_cassette,
     validate,
 )
@@ -61,6 +62,7 @@ MESSAGES_PATH = "/v1/messages"
 _ABSENT: Any = object()  # a parsed body that was not there (a parsed `null` is a body)
 _UNSAFE_TAG = re.compile(r"constructor for the tag '([^']+)'")
 _SDK_USER_AGENT = re.compile(r"^Anthropic/(\w+) (\S+)")
+NESTED_TOO_DEEP = "refused: JSON nested too deep to parse (no Messages API body nests this far)"
 
 
 @dataclass
@@ -95,6 +97,9 @@ def _read_document(path: Path) -> tuple[str, Any]:
 
 
 def _starts_with_gzip(path: Path) -> bool:
+    if path.is_dir():
+        raise CassetteError("a folder, not a cassette file", file=path)
+    regular_file_size(path)  # a pipe would block the open below; a device never ends
     try:
         with path.open("rb") as handle:
             return handle.read(2) == GZIP_MAGIC
@@ -128,6 +133,8 @@ def _parse_text(text: str, path: Path) -> tuple[Any, bool]:
     if text.lstrip()[:1] in ("{", "["):
         try:
             return json.loads(text), True
+        except RecursionError:
+            raise CassetteError(NESTED_TOO_DEEP, file=path) from None
         except ValueError as err:
             if path.suffix.lower() in (".har", ".json"):
                 where = f"line {err.lineno}, column {err.colno}" if isinstance(err, json.JSONDecodeError) else None
@@ -351,12 +358,14 @@ def _store(target: dict[str, Any], raw: bytes | str | None, parsed: Any, *, cont
     except BodyTooLarge as err:
         reason = f"refused: {err} (a gzip bomb, or not a Messages API body)"
         raise CassetteError(reason, file=path, where=where) from None
+    except RecursionError:
+        raise CassetteError(NESTED_TOO_DEEP, file=path, where=where) from None
     except (OSError, EOFError, zlib.error) as err:
         reason = f"the body starts like gzip but does not decompress ({err})"
         raise CassetteError(reason, file=path, where=where) from None
 
 
-def _convert(exchange: _Exchange, position: int, path: Path) -> dict[str, Any]:
+def _convert(exchange: _Exchange, position: int, path: Path, secrets: Iterable[str]) -> dict[str, Any]:
     url = urlsplit(exchange.uri)
     request: dict[str, Any] = {"method": exchange.method, "host": url.hostname or "", "path": url.path or "/"}
     if url.query:
@@ -387,7 +396,6 @@ def _convert(exchange: _Exchange, position: int, path: Path) -> dict[str, Any]:
     interaction: dict[str, Any] = {"request": request, "response": response}
     if exchange.elapsed_ms is not None:
         interaction["elapsed_ms"] = exchange.elapsed_ms
-    secrets = credentials_in(exchange.request_headers)
     redacted = redact_interaction(interaction, position=position, known_secrets=secrets)
     assert redacted is not None  # no scrubber hooks here, so nothing is dropped
     return redacted
@@ -458,6 +466,9 @@ def import_file(path: str | Path, *, keep_foreign_hosts: bool = True) -> Cassett
     with _unexpected_shape(path, "$"):
         exchanges = list(_READERS[kind](data, path))
 
+    # Every credential any request of the file carried, scrubbed from every exchange (as the recorder
+    # does): a key sent as one request's x-api-key may be pasted into another's prompt.
+    secrets = sorted({secret for exchange in exchanges for secret in credentials_in(exchange.request_headers)})
     interactions: list[dict[str, Any]] = []
     skipped_hosts: list[str] = []
     first_api: _Exchange | None = None
@@ -470,7 +481,7 @@ def import_file(path: str | Path, *, keep_foreign_hosts: bool = True) -> Cassett
         elif first_api is None:
             first_api = exchange
         with _unexpected_shape(path, exchange.where):
-            interactions.append(_convert(exchange, len(interactions), path))
+            interactions.append(_convert(exchange, len(interactions), path, secrets))
 
     first_messages_body = next(
         (i["request"].get("body") for i in interactions if i["request"]["path"] == MESSAGES_PATH), None
@@ -574,6 +585,8 @@ def _sources(sources: Iterable[str | Path], out_dir: Path) -> Iterator[tuple[Pat
                 yield file, _target_name(file.relative_to(source)), None
         elif source.is_file():
             yield source, _target_name(Path(source.name)), None
+        elif source.exists():
+            yield source, None, "not a regular file (a device or a pipe); a cassette is a file"
         else:
             yield source, None, "no such file or folder"
 

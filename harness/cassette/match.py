@@ -5,6 +5,11 @@ query and the canonical JSON body (keys sorted, volatile fields left out). Heade
 they vary by machine and SDK version. The index maps a fingerprint to the recorded positions in
 order, so a lookup costs the same at 5,000 interactions as at 10, and identical requests are served
 in recorded order.
+
+Parsing a 5 KB request and writing it out canonically costs more per request than everything else the
+replay does. So the index also knows each recorded JSON body as the SDK puts it on the wire (compact,
+keys in recorded order): a request whose bytes are exactly those is matched by a hash of its bytes,
+and only the others are parsed. Same bytes mean the same parsed body, so the answer is the same.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import json
 import re
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
@@ -22,9 +27,12 @@ from deepdiff import DeepDiff
 
 
 def normalize_query(query: str | None) -> str:
+    """Sorted query pairs, without `beta=true`: SDK 1.x marked beta calls with it, SDK 2.x sends none, and
+    the call is the same, so a recording made by either replays for both."""
     if not query:
         return ""
-    return urlencode(sorted(parse_qsl(query, keep_blank_values=True)))
+    pairs = [pair for pair in parse_qsl(query, keep_blank_values=True) if pair != ("beta", "true")]
+    return urlencode(sorted(pairs))
 
 
 def _drop_path(body: Any, dotted: str) -> Any:
@@ -77,18 +85,49 @@ def fingerprint_of_stored(request: Mapping[str, Any], ignore: Sequence[str] = ()
     )
 
 
+def wire_body(request: Mapping[str, Any]) -> bytes | None:
+    """The bytes an SDK sends for a stored request's body, where they can be known.
+
+    A JSON body is written as the anthropic SDK (and `wire.body_bytes`) writes it: compact, no ASCII
+    escaping, keys in recorded order. No body is b"". Text and binary bodies give None: matching
+    decides how to read those bytes, so they always take the canonical path.
+    """
+    if "body" in request:
+        return json.dumps(request["body"], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    if "body_text" in request or "body_base64" in request:
+        return None
+    return b""
+
+
+def wire_key(method: str, path: str, query: str | None, raw_body: bytes) -> bytes:
+    """A hash of a request exactly as sent: no parsing, no normalizing (so equal keys mean equal requests)."""
+    digest = hashlib.blake2b(f"{method.upper()}\0{path}\0{query or ''}\0".encode(), digest_size=16)
+    digest.update(raw_body)
+    return digest.digest()
+
+
 @dataclass
 class RequestIndex:
-    """Fingerprint -> positions not yet played, in recorded order."""
+    """Fingerprint -> positions not yet played, in recorded order; and wire key -> fingerprint."""
 
     queues: dict[bytes, deque[int]]
+    by_wire: dict[bytes, bytes] = field(default_factory=dict)
 
     @classmethod
     def build(cls, requests: Iterable[Mapping[str, Any]], ignore: Sequence[str] = ()) -> RequestIndex:
         queues: dict[bytes, deque[int]] = {}
+        by_wire: dict[bytes, bytes] = {}
         for position, request in enumerate(requests):
-            queues.setdefault(fingerprint_of_stored(request, ignore), deque()).append(position)
-        return cls(queues)
+            fingerprint = fingerprint_of_stored(request, ignore)
+            queues.setdefault(fingerprint, deque()).append(position)
+            raw = wire_body(request)
+            if raw is not None:
+                by_wire[wire_key(request["method"], request["path"], request.get("query"), raw)] = fingerprint
+        return cls(queues, by_wire)
+
+    def known_fingerprint(self, method: str, path: str, query: str | None, raw_body: bytes | None) -> bytes | None:
+        """The fingerprint of a request whose bytes are exactly a recorded one's, without parsing it."""
+        return self.by_wire.get(wire_key(method, path, query, raw_body or b""))
 
     def peek(self, fingerprint: bytes) -> int | None:
         queue = self.queues.get(fingerprint)

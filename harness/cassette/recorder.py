@@ -1,9 +1,13 @@
 """`use_cassette`: record every Messages API exchange of any SDK client to a cassette, or replay it.
 
-vcrpy does the capture: its httpx2 patch sees every request the anthropic SDK 2.x sends, sync or
-async, streamed or not. The cassette object it talks to is ours, so that
+The patch sits where vcrpy's httpx2 patch sits: on the transports (`HTTPTransport`, `MockTransport`,
+WSGI/ASGI, sync and async), so it sees every request the anthropic SDK 2.x sends, streamed or not.
+Replay answers first, from our index; a request it passes on is captured by vcrpy's own httpx2 stub
+(which sends it, drains the response and hands the exchange to `Cassette.record`). Replay does not go
+through vcrpy's stub because bench/replay.py measured its per-request Request and header copy (~40 us)
+on the hot path, and because it could not replay a cut stream. So that
 
-- a lookup is one fingerprint in an index (vcrpy scans every interaction, twice, per request);
+- a lookup is one hash of the request's bytes in an index (vcrpy scans every interaction, twice, per request);
 - a miss raises `CassetteMismatch`, an `anthropic.AnthropicError`, which the SDK neither wraps into
   "Connection error." nor retries, carrying a diff against the nearest recorded request;
 - what is written is our format: allow-listed headers, parsed bodies, SSE as events, secrets out;
@@ -32,7 +36,7 @@ import anthropic
 import filelock
 import httpx2
 from anthropic._base_client import BaseClient
-from vcr.patch import PATCHER_NAMES, CassettePatcherBuilder
+from vcr.stubs.httpx_stubs import vcr_handle_async_request, vcr_handle_request
 
 from harness.cassette.format import CassetteFile, load_cassette, save_cassette
 from harness.cassette.match import (
@@ -116,20 +120,22 @@ class Lookup:
     method: str
     path: str
     query: str
-    body: Any
+    raw_body: bytes | None
     position_in_run: int
     position: int | None = None
+
+    @functools.cached_property
+    def body(self) -> Any:
+        """The body as matching reads it (parsed JSON, else text, else base64); parsed when first asked."""
+        return _json_or_raw(self.raw_body)
 
 
 class Cassette:
     """One cassette in use: matching, playing and recording, whatever carries the requests.
 
-    In-process, vcrpy's httpx2 stub calls `can_play_response_for`, `play_response` and `append`; the
-    proxy and the replay server call `lookup`, `play` and `record` directly.
+    In-process, the transport patch (`installed`) calls `answer`, and vcrpy's capture calls `record`; the proxy and
+    the replay server call `lookup`, `play` and `record` directly.
     """
-
-    skip_patchers = tuple(name for name in PATCHER_NAMES if name != "httpx2")
-    custom_patches = ()
 
     def __init__(
         self,
@@ -145,7 +151,6 @@ class Cassette:
         if mode not in MODES:
             raise CassetteError(f"unknown record mode {mode!r}; use one of {', '.join(MODES)}", file=path)
         self.path = Path(path)
-        self._path = str(self.path)  # vcrpy names its patched classes after this
         self.mode = mode
         self.ignore_fields = tuple(ignore_fields)
         self.scrubbers = tuple(scrubbers)
@@ -168,7 +173,6 @@ class Cassette:
         self.new_interactions: list[dict[str, Any]] = []
         self.requests_seen = 0
         self._secrets: set[str] = set()
-        self._prepared: dict[int, dict[str, Any]] = {}
         self._provenance: dict[str, Any] = {}
 
     # -- what the modes mean --------------------------------------------------------------------------
@@ -185,21 +189,22 @@ class Cassette:
         """Positions of recorded interactions that this run never asked for."""
         return [position for position, count in enumerate(self.play_counts) if count == 0]
 
-    # -- the transport-agnostic core: vcrpy's stub, the proxy and the replay server all call these ----------
+    # -- the transport-agnostic core: the transport patch, the proxy and the replay server all call these ---
     def lookup(self, method: str, path: str, query: str | None, raw_body: bytes | None) -> Lookup:
         """Register one request of the run and find the recording that answers it.
 
         `Lookup.position` is None when the request should go to the network (record modes); in a mode
         that may not record, a request with no recording raises CassetteMismatch here.
         """
-        body = _json_or_raw(raw_body)
-        fingerprint = request_fingerprint(method, path, query, body, self.ignore_fields)
-        found = Lookup(fingerprint, method.upper(), path, query or "", body, self.requests_seen)
+        found = Lookup(b"", method.upper(), path, query or "", raw_body, self.requests_seen)
+        known = self.index.known_fingerprint(method, path, query, raw_body)
+        # Not byte for byte a recorded request: parse it and match canonically.
+        found.fingerprint = known or request_fingerprint(method, path, query, found.body, self.ignore_fields)
         self.requests_seen += 1
         if self.replays:
-            found.position = self.index.peek(fingerprint)
+            found.position = self.index.peek(found.fingerprint)
             if found.position is None and self.allow_repeats:
-                found.position = self._any_played(fingerprint)
+                found.position = self._any_played(found.fingerprint)
         if found.position is None and self.write_protected:
             raise self.mismatch(found)
         return found
@@ -259,31 +264,21 @@ class Cassette:
             self._note_provenance(request_items, stored_request, response_items)
         self.new_interactions.append(interaction)
 
-    # -- vcrpy's side of the contract (its httpx2 stub calls these four) --------------------------------------
-    def filter_request(self, request: Any) -> Any:
-        return request
+    # -- in-process: what the transport patch calls ----------------------------------------------------------
+    def answer(self, request: httpx2.Request, raw_body: bytes) -> httpx2.Response | None:
+        """The recorded response to `request`, or None when it should go to the network and be recorded.
 
-    def can_play_response_for(self, request: Any) -> bool:
-        parsed = urlsplit(request.uri)
-        request._harness = self.lookup(request.method, parsed.path, parsed.query, request.body)
-        return request._harness.position is not None
-
-    def play_response(self, request: Any) -> dict[str, Any]:
-        interaction = self.play(request._harness)
+        A recorded connection failure is raised as the httpx2 error the transport would have raised.
+        """
+        path, _, query = request.url.raw_path.decode("ascii").partition("?")
+        found = self.lookup(request.method, path, query, raw_body)
+        if found.position is None:
+            return None
+        interaction = self.play(found)
         if "error" in interaction:
             _replaying_failure.set(True)
             raise _connection_error(interaction["error"], request)
-        key = id(interaction)
-        prepared = self._prepared.get(key)
-        if prepared is None:
-            prepared = self._prepared[key] = _vcr_response(interaction["response"])
-        return prepared
-
-    def append(self, request: Any, response: dict[str, Any]) -> None:
-        self.record(method=request.method, url=request.uri, request_headers=request.headers,
-                    request_body=request.body, status=int(response["status"]["code"]),
-                    response_headers=response.get("headers") or {},
-                    response_body=(response.get("body") or {}).get("string"))
+        return _replayed_response(interaction["response"])
 
     # -- saving -------------------------------------------------------------------------------------------
     def interactions_to_save(self) -> list[dict[str, Any]]:
@@ -363,13 +358,72 @@ class Cassette:
     @contextlib.contextmanager
     def installed(self) -> Iterator[Cassette]:
         with contextlib.ExitStack() as stack:
-            for patcher in CassettePatcherBuilder(self).build():
-                stack.enter_context(patcher)
+            for transport, method, is_async in _PATCHED_TRANSPORTS:
+                real = getattr(transport, method)
+                handler = _async_handler(self, real) if is_async else _sync_handler(self, real)
+                stack.enter_context(mock.patch.object(transport, method, handler))
             if self.replays:
                 stack.enter_context(mock.patch.object(
                     BaseClient, "_calculate_retry_timeout", _zero_backoff(BaseClient._calculate_retry_timeout)
                 ))
             yield self
+
+
+# The transports vcrpy patches for httpx2: every way an httpx2 client sends a request.
+_PATCHED_TRANSPORTS: tuple[tuple[type, str, bool], ...] = (
+    (httpx2.HTTPTransport, "handle_request", False),
+    (httpx2.AsyncHTTPTransport, "handle_async_request", True),
+    (httpx2.WSGITransport, "handle_request", False),
+    (httpx2.ASGITransport, "handle_async_request", True),
+    (httpx2.MockTransport, "handle_request", False),
+    (httpx2.MockTransport, "handle_async_request", True),
+)
+
+
+class _VcrCapture:
+    """The cassette as vcrpy's httpx2 stub sees it once replay has passed a request on: nothing to play,
+    nothing protected, and every exchange vcrpy captures handed to `Cassette.record`."""
+
+    write_protected = False
+
+    def __init__(self, cassette: Cassette) -> None:
+        self._cassette = cassette
+
+    def can_play_response_for(self, request: Any) -> bool:
+        return False
+
+    def filter_request(self, request: Any) -> Any:
+        return request
+
+    def append(self, request: Any, response: dict[str, Any]) -> None:
+        self._cassette.record(method=request.method, url=request.uri, request_headers=request.headers,
+                              request_body=request.body, status=int(response["status"]["code"]),
+                              response_headers=response.get("headers") or {},
+                              response_body=(response.get("body") or {}).get("string"))
+
+
+def _sync_handler(cassette: Cassette, real: Callable[..., httpx2.Response]) -> Callable[..., httpx2.Response]:
+    # Replay answers from the index first (one hash of the request's bytes); what it passes on goes to the
+    # network through vcrpy's own stub, which sends it, drains the response and hands us the exchange.
+    capture = vcr_handle_request(_VcrCapture(cassette), real, httpx2)
+
+    @functools.wraps(real)
+    def handle_request(transport: Any, request: httpx2.Request) -> httpx2.Response:
+        replayed = cassette.answer(request, request.read())
+        return replayed if replayed is not None else capture(transport, request)
+
+    return handle_request
+
+
+def _async_handler(cassette: Cassette, real: Callable[..., Any]) -> Callable[..., Any]:
+    capture = vcr_handle_async_request(_VcrCapture(cassette), real, httpx2)
+
+    @functools.wraps(real)
+    async def handle_async_request(transport: Any, request: httpx2.Request) -> httpx2.Response:
+        replayed = cassette.answer(request, await request.aread())
+        return replayed if replayed is not None else await capture(transport, request)
+
+    return handle_async_request
 
 
 def _json_or_raw(body: bytes | None) -> Any:
@@ -392,29 +446,29 @@ def lock_path(path: Path) -> str:
     return str(folder / f"{digest}.lock")
 
 
-def _vcr_response(stored: dict[str, Any]) -> dict[str, Any]:
-    """What vcrpy's stub turns into an httpx2.Response: status, headers as lists, body bytes."""
-    headers = {name: [value] for name, value in (stored.get("headers") or {}).items()
-               if name not in ("content-length", "content-encoding", "transfer-encoding")}
+_NOT_REPLAYED_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
+
+
+def _replayed_response(stored: dict[str, Any]) -> httpx2.Response:
+    """The httpx2.Response for a stored response: its kept headers, the body bytes, unread like a real one."""
+    headers = [(name, value) for name, value in (stored.get("headers") or {}).items()
+               if name not in _NOT_REPLAYED_HEADERS]
     content_type = stored_content_type(stored)
-    if content_type and "content-type" not in headers:
-        headers["content-type"] = [content_type]
-    headers[REPLAYED_HEADER] = ["1"]
-    return {
-        "status": {"code": stored["status"], "message": stored.get("reason", "")},
-        "headers": headers,
-        "body": {"string": body_bytes(stored)},
-    }
+    if content_type and "content-type" not in (stored.get("headers") or {}):
+        headers.append(("content-type", content_type))
+    headers.append((REPLAYED_HEADER, "1"))
+    reason = stored.get("reason")
+    return httpx2.Response(stored["status"], headers=headers, stream=httpx2.ByteStream(body_bytes(stored)),
+                           extensions={"reason_phrase": reason.encode("ascii")} if reason else None)
 
 
-def _connection_error(error: dict[str, Any], request: Any) -> Exception:
+def _connection_error(error: dict[str, Any], request: httpx2.Request) -> Exception:
     message = error.get("message") or f"replayed {error['kind']}"
-    http_request = httpx2.Request(request.method, request.uri)
     if error["kind"] == "timeout":
-        return httpx2.ReadTimeout(message, request=http_request)
+        return httpx2.ReadTimeout(message, request=request)
     if error["kind"] == "connect":
-        return httpx2.ConnectError(message, request=http_request)
-    return httpx2.RemoteProtocolError(message, request=http_request)
+        return httpx2.ConnectError(message, request=request)
+    return httpx2.RemoteProtocolError(message, request=request)
 
 
 class use_cassette:  # a class, so one object is both the context manager and the decorator

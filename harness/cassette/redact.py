@@ -125,6 +125,9 @@ def redact_interaction(
     out = scrub(interaction, secrets)
     response = out.get("response")
     if isinstance(response, dict):
+        original = interaction.get("response")
+        if isinstance(response.get("events"), list) and isinstance(original, dict):
+            _scrub_across_deltas(original["events"], response["events"], secrets)
         headers = response.get("headers") or {}
         if "request-id" in headers:
             headers["request-id"] = placeholder_request_id(position)
@@ -137,6 +140,31 @@ def redact_interaction(
             return None
         out = result
     return out
+
+
+_DELTA_FIELDS = ("text", "partial_json", "thinking")
+
+
+def _scrub_across_deltas(original: list[Any], scrubbed: list[Any], secrets: tuple[str, ...]) -> None:
+    """A stream cuts text anywhere, so a key the model echoes can arrive as `sk-an` + `t-api03-...`: no
+    single event holds it, and the client joins it back. Join each block's deltas as they arrived (before
+    the per-event scrub, which would leave the tail of a key cut after its prefix); where the joined text
+    holds a secret, the block's first delta in `scrubbed` carries the scrubbed text, the others none."""
+    pieces: dict[tuple[Any, str], list[tuple[str, dict[str, Any]]]] = {}
+    for before, after in zip(original, scrubbed, strict=True):
+        data = before.get("data") if isinstance(before, dict) else None
+        if not (isinstance(data, dict) and data.get("type") == "content_block_delta"):
+            continue
+        delta, cleaned = data.get("delta"), after["data"].get("delta")
+        for name in _DELTA_FIELDS:
+            if isinstance(delta, dict) and isinstance(delta.get(name), str):
+                pieces.setdefault((data.get("index"), name), []).append((delta[name], cleaned))
+    for (_, name), parts in pieces.items():
+        joined = "".join(text for text, _ in parts)
+        cleaned_text = scrub_text(joined, secrets)
+        if cleaned_text != joined:
+            for position, (_, target) in enumerate(parts):
+                target[name] = cleaned_text if position == 0 else ""
 
 
 def header_items(headers: Mapping[str, Any] | Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
