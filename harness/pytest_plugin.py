@@ -46,7 +46,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "cassette(path=None, **options): record or replay this test's Messages API calls; options are "
-        "use_cassette's (ignore_fields, scrubbers, allow_repeats, save_on_error) plus allow_unused.",
+        "use_cassette's (ignore_fields, scrubbers, allow_repeats, save_on_error) plus allow_unused, and "
+        "faults={request_index: '429'|'529'|'500'|'timeout'|'disconnect'|'cut-stream'|'sse-error'} to replay "
+        "the run with faults injected.",
     )
     record_mode(config)  # a bad value in the config file is a usage error before any test runs
 
@@ -133,9 +135,21 @@ def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> 
     cassette_path = Path(path) if path else default_cassette_path(request.node)
     if not cassette_path.is_absolute():
         cassette_path = request.config.rootpath / cassette_path
+    faults = options.pop("faults", None)
+    if faults:
+        # Chaos: the recorded run, with faults injected at the given request indexes. Replay only; a fatal
+        # fault leaves later recordings unplayed, which is the point rather than a stale cassette.
+        if mode != "none":
+            raise pytest.UsageError(f"{request.node.nodeid}: cassette faults= replays only; run with record mode none")
+        from harness.chaos import inject
+
+        options.setdefault("allow_unused", True)
+        context: Any = inject(cassette_path, faults=faults,
+                              **{k: v for k, v in options.items() if k in ("ignore_fields", "allow_repeats")})
+    else:
+        context = use_cassette(cassette_path, mode, **{k: v for k, v in options.items() if k in _CASSETTE_OPTIONS})
     if mode == "none":
         request.getfixturevalue("_harness_network_block")
-    context = use_cassette(cassette_path, mode, **{k: v for k, v in options.items() if k in _CASSETTE_OPTIONS})
     active = context.__enter__()
     active.allow_unused = bool(options.get("allow_unused", False))  # type: ignore[attr-defined]
     request.node.stash[_CASSETTE_KEY] = active

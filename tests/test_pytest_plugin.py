@@ -218,3 +218,23 @@ def test_shared(n):
     texts = sorted(i["request"]["body"]["messages"][0]["content"]
                    for i in load_cassette(project.path / "cassettes" / "shared.yaml").interactions)
     assert texts == [f"worker request {n}" for n in range(6)]
+
+
+def test_faults_marker_replays_the_run_with_a_fault_injected(project: pytest.Pytester) -> None:
+    record(project, "hello")
+    project.makepyfile(test_chaos_marker=ASK + '''
+import anthropic
+
+@pytest.mark.cassette(path="cassettes/test_rec/test_it.yaml", faults={0: "529"})
+def test_retried(cassette):
+    assert ask(FakeMessagesAPI().client(max_retries=2), "hello") == "echo: hello"
+
+@pytest.mark.cassette(path="cassettes/test_rec/test_it.yaml", faults={0: "timeout"})
+def test_not_retried():
+    with pytest.raises(anthropic.APITimeoutError):
+        ask(FakeMessagesAPI().client(max_retries=0), "hello")
+''')
+    project.runpytest().assert_outcomes(passed=2)
+    result = project.runpytest("--record-mode=once", "test_chaos_marker.py")
+    assert "cassette faults= replays only" in result.stdout.str() + result.stderr.str()
+    assert result.ret != pytest.ExitCode.OK

@@ -41,6 +41,7 @@ __all__ = [
     "Golden",
     "GoldenCheck",
     "golden_schema",
+    "inside_project",
     "load_golden",
     "parse_golden",
     "project_root",
@@ -64,6 +65,22 @@ def project_root(start: Path) -> Path:
         if any((candidate / marker).exists() for marker in ROOT_MARKERS):
             return candidate
     return folder
+
+
+def inside_project(entry: str, root: Path, *, file: Path | None, where: str) -> Path:
+    """Resolve a cassette path written in a golden or suite, refusing a symlink that leads out of the project.
+
+    A path written as outside the project (`../shared/real-cassettes/...`) is allowed: a reviewer sees it.
+    A path written as inside it must still be inside once symlinks are resolved, so a pull request cannot
+    point an innocent-looking `cassettes/x.yaml` at a file elsewhere on the machine.
+    """
+    root = root.resolve()
+    written = Path(os.path.normpath(root / entry))
+    resolved = written.resolve()
+    if written.is_relative_to(root) and not resolved.is_relative_to(root):
+        raise GoldenError(f"{entry!r} leads outside the project through a symlink (to {resolved})",
+                          file=file, where=where)
+    return resolved
 
 
 def relative_to_root(path: Path, root: Path) -> str:
@@ -201,7 +218,8 @@ def parse_golden(data: Mapping[str, Any], *, path: Path | None = None, root: Pat
     return Golden(
         name=data["name"],
         path=path,
-        cassettes=[(root / entry).resolve() for entry in data["cassettes"]],
+        cassettes=[inside_project(entry, root, file=path, where=f"$.cassettes[{i}]")
+                   for i, entry in enumerate(data["cassettes"])],
         checks=checks,
         run=data.get("run", "all"),
         description=data.get("description"),

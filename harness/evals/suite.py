@@ -28,7 +28,7 @@ import yaml
 
 from harness.cassette.format import json_path
 from harness.errors import GoldenError
-from harness.evals.golden import Golden, load_golden, project_root, relative_to_root
+from harness.evals.golden import Golden, inside_project, load_golden, project_root, relative_to_root
 
 __all__ = ["Case", "Suite", "bundled_suite_dir", "discover_suites", "load_suite", "suite_schema"]
 
@@ -107,7 +107,11 @@ def load_suite(path: str | Path, *, golden_dir: str | Path | None = None) -> Sui
                 f"golden {entry['golden']!r} not found in {goldens}", file=path, where=f"$.cases[{index}].golden"
             )
         golden = load_golden(golden_path)
-        cassettes = [(root / entry["cassette"]).resolve()] if "cassette" in entry else golden.cassettes
+        cassettes = (
+            [inside_project(entry["cassette"], root, file=path, where=f"$.cases[{index}].cassette")]
+            if "cassette" in entry
+            else golden.cassettes
+        )
         ids = [entry["id"]] if "id" in entry else _case_ids(golden, cassettes, root)
         for case_id, cassette in zip(ids, cassettes, strict=True):
             if case_id in seen:

@@ -65,10 +65,18 @@ def make_read_file(root: Path) -> Callable[..., dict[str, Any]]:
             raise ValueError(f"the path is empty. {readable}")
         if Path(path).is_absolute() or path.startswith("~"):
             raise PermissionError(f"absolute paths are refused: give a path inside the data folder. {readable}")
-        target = (root / path).resolve()
-        if not target.is_relative_to(root):
+        try:
+            target = (root / path).resolve()
+            inside = target.is_relative_to(root)
+            is_file = inside and target.is_file()
+        except (OSError, RuntimeError) as exc:
+            # A name too long, a symlink loop: the OS's own message names this machine's absolute paths,
+            # and a tool_result ends up in a committed cassette. Say what went wrong without them.
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "it is a symlink loop"
+            raise OSError(f"{path!r} cannot be read: {reason}. {readable}") from None
+        if not inside:
             raise PermissionError(f"{path!r} leads outside the data folder. {readable}")
-        if not target.is_file():
+        if not is_file:
             raise FileNotFoundError(f"there is no file {path!r} in the data folder. {readable}")
         if target.stat().st_size > MAX_FILE_BYTES:
             raise ValueError(f"{path!r} is larger than {MAX_FILE_BYTES:,} bytes")

@@ -1,0 +1,405 @@
+"""`harness chaos`: replay a recorded run with a fault injected at one request, and see how the loop copes.
+
+A recording only holds the failures that happened while it was made. Chaos replays the same run with a
+failure put in at request N (0-based, counting every HTTP request the client sends, retries included,
+the same index the simulator's faults use): a 429, 529 or 500; a timeout or a dropped connection before
+any answer; a stream cut mid-way; or an `error` event in the middle of a stream. The recording for that
+request stays unplayed, so when the SDK retries (it retries status errors and connection failures) the
+retry is answered from the cassette and the run goes on as recorded; when it cannot retry (a stream it
+has already started to hand out) the loop must end the run itself, with a typed outcome and the steps
+done so far.
+
+It works at the same seam as `use_cassette`: `ChaosCassette` is a `Cassette` whose `answer` strikes
+at the chosen request: an error response, an httpx2 connection error raised where the transport would
+raise it, or a response whose body stream fails part-way, where a dying connection would fail it.
+Every retry sleeps zero seconds.
+
+    with inject("cassettes/dayflow/brief.yaml", at=1, fault="529") as cassette:
+        result = run_brief(anthropic.Anthropic(api_key="x", base_url="http://127.0.0.1:9"), model=...)
+    assert cassette.fired  # the fault happened; result.outcome says how the run ended
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import signal
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from unittest import mock
+
+import httpx2
+from anthropic._base_client import BaseClient
+
+from harness.cassette.recorder import REPLAYED_HEADER, Cassette, CassetteMismatch, Lookup
+from harness.cassette.sse import SSE_CONTENT_TYPE, render_sse
+from harness.cassette.wire import body_bytes, stored_content_type
+from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from harness.loop import RunResult
+    from harness.scenarios import Scenario
+
+# kind -> what the client sees at the chosen request
+FAULTS: dict[str, str] = {
+    "429": "HTTP 429 rate_limit_error (retry-after, x-should-retry: true)",
+    "529": "HTTP 529 overloaded_error",
+    "500": "HTTP 500 api_error",
+    "timeout": "no answer before the read timeout (httpx2.ReadTimeout)",
+    "disconnect": "the connection closes before any status line (httpx2.RemoteProtocolError)",
+    "cut-stream": "the recorded answer, cut off mid-body: after 3 SSE events, or half of a JSON body",
+    "sse-error": "the recorded stream with an `error` event (overloaded_error) after 3 events; "
+    "a request that did not ask to stream gets a 529",
+}
+EVENTS_BEFORE_STRIKE = 3  # as the simulator's default: message_start and a little content get through
+
+_ERROR_STATUS = {
+    "429": (429, "rate_limit_error", "Number of requests has exceeded your rate limit (injected by harness chaos)."),
+    "529": (529, "overloaded_error", "Overloaded (injected by harness chaos)"),
+    "500": (500, "api_error", "Internal server error (injected by harness chaos)"),
+}
+
+
+@dataclass(frozen=True)
+class FiredFault:
+    """A fault that struck: at which request, of which kind, and whether that request asked to stream."""
+
+    index: int
+    kind: str
+    method: str
+    path: str
+    streamed: bool
+
+    def describe(self) -> str:
+        how = "streamed" if self.streamed else "not streamed"
+        return f"{self.kind} at request {self.index} ({self.method} {self.path}, {how})"
+
+
+def normalize_faults(faults: Mapping[int, str]) -> dict[int, str]:
+    """Check a {request index: kind} mapping; bad input is a HarnessError naming what is wrong."""
+    checked: dict[int, str] = {}
+    for index, kind in faults.items():
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            raise HarnessError(f"fault index {index!r} must be an int >= 0 (0 = the first request of the run)")
+        if kind not in FAULTS:
+            raise HarnessError(f"unknown fault {kind!r}; use one of {', '.join(FAULTS)}")
+        checked[index] = kind
+    return checked
+
+
+class ChaosCassette(Cassette):
+    """A replay-only cassette that answers the requests at the indexes in `faults` with a failure.
+
+    The recording that would have answered a faulted request is not played, so the SDK's retry (the
+    next request) gets it. `fired` lists the faults that struck; `misses` the requests that had no
+    recording at all (the cassette and the code disagree, which is no fault of the chaos).
+    """
+
+    def __init__(self, path: str | Path, faults: Mapping[int, str], **options: Any) -> None:
+        super().__init__(path, "none", **options)
+        self.faults = normalize_faults(faults)
+        self.fired: list[FiredFault] = []
+        self.misses: list[CassetteMismatch] = []
+        self._fingerprints: dict[int, bytes] = {}  # request index -> fingerprint: a retry repeats its request's
+
+    def lookup(self, method: str, path: str, query: str | None, raw_body: bytes | None) -> Lookup:
+        found = super().lookup(method, path, query, raw_body)
+        self._fingerprints[found.position_in_run] = found.fingerprint
+        return found
+
+    def was_retried(self, fault: FiredFault) -> bool:
+        """Whether the client sent the faulted request again (the SDK's retry) right after the fault."""
+        following = self._fingerprints.get(fault.index + 1)
+        return following is not None and following == self._fingerprints.get(fault.index)
+
+    def mismatch(self, found: Lookup) -> CassetteMismatch:
+        error = super().mismatch(found)
+        self.misses.append(error)
+        return error
+
+    def answer(self, request: httpx2.Request, raw_body: bytes) -> httpx2.Response | None:
+        kind = self.faults.get(self.requests_seen)  # the index this request is about to get
+        if kind is None:
+            return super().answer(request, raw_body)
+        path, _, query = request.url.raw_path.decode("ascii").partition("?")
+        found = self.lookup(request.method, path, query, raw_body)  # counts the request; a miss raises here
+        assert found.position is not None  # mode none: lookup found a recording or raised
+        streamed = isinstance(found.body, dict) and found.body.get("stream") is True
+        self.fired.append(FiredFault(found.position_in_run, kind, found.method, found.path, streamed))
+        return _strike(kind, self.recorded.interactions[found.position], streamed, request)
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[ChaosCassette]:
+        # Replay never waits: not for a retry-after, not for the SDK's exponential backoff.
+        with super().installed(), mock.patch.object(BaseClient, "_calculate_retry_timeout", _no_wait):
+            yield self
+
+
+def _no_wait(self: Any, *args: Any, **kwargs: Any) -> float:
+    return 0.0
+
+
+# ---------------------------------------------------------------------------------------------------
+# The faults
+
+
+def _strike(kind: str, recorded: Mapping[str, Any], streamed: bool, request: httpx2.Request) -> httpx2.Response:
+    """The response the client gets instead of the recording (or the connection error it sees)."""
+    if kind == "sse-error" and not streamed:
+        kind = "529"  # as the simulator does: there is no stream to put an event in
+    if kind in _ERROR_STATUS:
+        status, error_type, message = _ERROR_STATUS[kind]
+        headers = {"x-should-retry": "true", "retry-after": "1"}
+        if kind == "429":
+            headers["anthropic-ratelimit-requests-remaining"] = "0"
+        body = {"type": "error", "error": {"type": error_type, "message": message}, "request_id": "req_chaos"}
+        return _response(status, headers, httpx2.ByteStream(json.dumps(body).encode("utf-8")), "application/json")
+    if kind == "timeout":
+        raise httpx2.ReadTimeout("timed out (injected by harness chaos)", request=request)
+    if kind == "disconnect":
+        raise httpx2.RemoteProtocolError("Server disconnected without sending a response (injected by harness chaos)",
+                                         request=request)
+    response = recorded.get("response")
+    if not isinstance(response, Mapping):  # the recording itself is a connection failure: nothing to cut
+        raise httpx2.RemoteProtocolError("Server disconnected (injected by harness chaos)", request=request)
+    headers = dict(response.get("headers") or {})
+    if kind == "sse-error":
+        events = list(response.get("events") or [])[:EVENTS_BEFORE_STRIKE]
+        error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+        return _response(200, headers, httpx2.ByteStream(render_sse([*events, {"event": "error", "data": error}])),
+                         SSE_CONTENT_TYPE)
+    # cut-stream: the head and the start of the body arrive, then the connection is gone.
+    if "events" in response:
+        events = list(response["events"])
+        prefix = render_sse(events[: min(EVENTS_BEFORE_STRIKE, max(len(events) - 1, 0))])
+    else:
+        whole = body_bytes(response)
+        prefix = whole[: len(whole) // 2]
+    return _response(int(response.get("status") or 200), headers, _CutStream(prefix, request),
+                     stored_content_type(response))
+
+
+def _response(status: int, headers: Mapping[str, str], stream: httpx2.SyncByteStream,
+              content_type: str | None) -> httpx2.Response:
+    kept = [(name, value) for name, value in headers.items()
+            if name not in ("content-length", "content-encoding", "transfer-encoding", "content-type")]
+    if content_type:
+        kept.append(("content-type", content_type))
+    kept.append((REPLAYED_HEADER, "1"))
+    return httpx2.Response(status, headers=kept, stream=stream)
+
+
+class _CutStream(httpx2.SyncByteStream, httpx2.AsyncByteStream):
+    """A body that delivers its first bytes and then fails the way a dropped connection does."""
+
+    def __init__(self, prefix: bytes, request: httpx2.Request) -> None:
+        self._prefix = prefix
+        self._request = request
+
+    def _cut(self) -> httpx2.RemoteProtocolError:
+        return httpx2.RemoteProtocolError(
+            "peer closed connection without sending complete message body (injected by harness chaos)",
+            request=self._request,
+        )
+
+    def __iter__(self) -> Iterator[bytes]:
+        if self._prefix:
+            yield self._prefix
+        raise self._cut()
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._prefix:
+            yield self._prefix
+        raise self._cut()
+
+
+@contextlib.contextmanager
+def inject(path: str | Path, *, at: int | None = None, fault: str | None = None,
+           faults: Mapping[int, str] | None = None, **options: Any) -> Iterator[ChaosCassette]:
+    """Replay `path` (mode none) with `fault` at request `at`, or with every fault in `faults`.
+
+    Options are `use_cassette`'s (ignore_fields, allow_repeats). No lock is taken: nothing is written.
+    """
+    chosen = dict(faults or {})
+    if at is not None or fault is not None:
+        if at is None or fault is None:
+            raise HarnessError("inject: give both at= and fault= (or a faults={index: kind} mapping)")
+        chosen[at] = fault
+    if not chosen:
+        raise HarnessError("inject: no fault given; pass at= and fault=, or faults={index: kind}")
+    cassette = ChaosCassette(path, chosen, **options)
+    with cassette.installed():
+        yield cassette
+
+
+class RunHung(BaseException):  # not Exception: no `except Exception` in a loop may swallow it
+    """Raised in the main thread when a run outlives its `time_limit`."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Fail with RunHung if the block runs longer than `seconds` (pytest-timeout, in five lines).
+
+    A SIGALRM interval timer interrupts the main thread wherever it waits (a read, a sleep, a lock);
+    RunHung derives from BaseException so that the agent loop, which turns every Exception into an
+    outcome, cannot mistake a hang for an ordinary failure. Outside the main thread it only runs the block.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise RunHung(f"still running after {seconds:g} s: the run hung")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+# ---------------------------------------------------------------------------------------------------
+# A bundled scenario under a fault, and the command
+
+
+@dataclass
+class ChaosRun:
+    """One scenario replayed twice from its cassette: as recorded, and with the fault."""
+
+    scenario: str
+    cassette: Path
+    recorded: RunResult
+    recorded_requests: int
+    result: RunResult
+    requests: int
+    fired: list[FiredFault]
+    retried: bool  # the client sent the faulted request again
+
+    @property
+    def same_as_recorded(self) -> bool:
+        return _comparable(self.result) == _comparable(self.recorded)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "cassette": str(self.cassette),
+            "fired": [fault.__dict__ for fault in self.fired],
+            "retried": self.retried,
+            "same_as_recorded": self.same_as_recorded,
+            "recorded": {"outcome": self.recorded.outcome.value, "steps": self.recorded.steps,
+                         "requests": self.recorded_requests},
+            "result": {"outcome": self.result.outcome.value, "steps": self.result.steps, "reason": self.result.reason,
+                       "incomplete": self.result.incomplete, "requests": self.requests,
+                       "tool_calls": [call.name for call in self.result.tool_calls]},
+        }
+
+
+def _comparable(result: RunResult) -> Any:
+    """What two runs of one recording share: everything but timings."""
+    return (result.outcome, result.reason, result.steps, result.final_text, result.usage,
+            [(call.request, call.response) for call in result.calls],
+            [(call.step, call.name, call.id, call.input, call.output, call.is_error) for call in result.tool_calls])
+
+
+def scenario_for(cassette: str | Path, name: str | None = None) -> Scenario:
+    """The bundled scenario named `name`, or the one whose cassette path `cassette` ends with."""
+    from harness.scenarios import SCENARIOS, scenario
+
+    known = ", ".join(item.name for item in SCENARIOS)
+    if name is not None:
+        try:
+            return scenario(name)
+        except KeyError:
+            raise HarnessError(f"no scenario {name!r}; known: {known}") from None
+    posix = Path(cassette).resolve().as_posix()
+    for item in SCENARIOS:
+        if posix.endswith("/" + item.cassette):
+            return item
+    raise HarnessError(f"no bundled scenario records this cassette; pass --scenario NAME (known: {known})",
+                       file=cassette)
+
+
+def _replay(item: Scenario, path: Path, faults: Mapping[int, str]) -> tuple[RunResult, ChaosCassette]:
+    import anthropic
+
+    # An empty fault map is the plain replay, through the same code path as the faulted one.
+    cassette = ChaosCassette(path, faults)
+    with cassette.installed():
+        client = anthropic.Anthropic(api_key="chaos-key-not-a-secret", base_url="http://127.0.0.1:9",
+                                     max_retries=item.max_retries)
+        try:
+            result = item.run(client)
+        finally:
+            client.close()
+    return result, cassette
+
+
+def run_chaos(cassette: str | Path, *, at: int, fault: str, scenario: str | None = None) -> ChaosRun:
+    """Replay the scenario of `cassette` as recorded, then with `fault` at request `at`."""
+    path = Path(cassette)
+    item = scenario_for(path, scenario)
+    normalize_faults({at: fault})
+    recorded, clean = _replay(item, path, {})
+    if clean.misses:
+        raise HarnessError(f"the scenario {item.name!r} does not replay from this cassette: {clean.misses[0]}",
+                           file=path)
+    if at >= clean.requests_seen:
+        raise HarnessError(f"--at {at}: the recorded run sends only {clean.requests_seen} request(s) "
+                           f"(indexes 0 to {clean.requests_seen - 1})", file=path)
+    result, faulted = _replay(item, path, {at: fault})
+    retried = any(faulted.was_retried(struck) for struck in faulted.fired)
+    return ChaosRun(item.name, path, recorded, clean.requests_seen, result, faulted.requests_seen, faulted.fired,
+                    retried)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("cassette", type=Path, metavar="CASSETTE", help="a bundled scenario's cassette")
+    parser.add_argument("--at", type=int, required=True, metavar="N",
+                        help="the request to fail: 0 is the run's first request; retries count")
+    parser.add_argument("--fault", required=True, choices=list(FAULTS),
+                        help="; ".join(f"{kind}: {text}" for kind, text in FAULTS.items()))
+    parser.add_argument("--scenario", metavar="NAME", help="the scenario to run (default: the one whose cassette "
+                        "path this is)")
+    parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Exit 0 when the run ended with a typed outcome (whatever it was), 1 when the agent crashed, 2 on bad input."""
+    if args.at < 0:
+        raise HarnessError(f"--at {args.at}: a request index is 0 or more")
+    try:
+        outcome = run_chaos(args.cassette, at=args.at, fault=args.fault, scenario=args.scenario)
+    except HarnessError:
+        raise
+    except Exception as crash:  # what chaos is for: an agent that raises instead of ending its run
+        print(f"harness chaos: the agent crashed under {args.fault} at request {args.at}: "
+              f"{type(crash).__name__}: {crash}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(outcome.to_dict(), indent=2))
+        return 0
+    result, recorded = outcome.result, outcome.recorded
+    fired = "; ".join(fault.describe() for fault in outcome.fired) or "nothing (the fault never struck)"
+    print(f"harness chaos: {outcome.scenario} from {outcome.cassette}: {fired}")
+    print(f"recorded:   {recorded.outcome.value} after {recorded.steps} step(s), "
+          f"{outcome.recorded_requests} request(s)")
+    print(f"with fault: {result.outcome.value} after {result.steps} step(s), {outcome.requests} request(s): "
+          f"{result.reason}")
+    retried = "the SDK retried the faulted request" if outcome.retried else "the faulted request was not retried"
+    if outcome.same_as_recorded:
+        print(f"{retried}; the run ended as recorded")
+    else:
+        print(f"{retried}; the run ended differently: outcome {result.outcome.value}, with the {result.steps} "
+              f"step(s) and {len(result.tool_calls)} tool call(s) done before it ended")
+    return 0
+
+
+__all__ = ["FAULTS", "ChaosCassette", "ChaosRun", "FiredFault", "RunHung", "inject", "normalize_faults",
+           "run_chaos", "scenario_for", "time_limit"]
