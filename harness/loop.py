@@ -683,16 +683,8 @@ def run_loop(
     **overrides: Any,
 ) -> RunResult:
     """Run the agent loop to an outcome. `overrides` replace `LoopConfig` fields, e.g. max_steps=5."""
-    machine = _Machine(
-        system=system,
-        user=user,
-        tools=tools,
-        model=model,
-        max_tokens=max_tokens,
-        config=_settings(config, overrides),
-        on_event=on_event,
-    )
-    steps = machine.run()
+    steps = _Machine(system=system, user=user, tools=tools, model=model, max_tokens=max_tokens,
+                     config=_settings(config, overrides), on_event=on_event).run()
     reply: _Reply | None = None
     while True:
         try:
@@ -723,16 +715,8 @@ async def run_loop_async(
     Tools run synchronously on the event loop's thread: registry tools are plain functions, and some
     (sqlite connections) must stay on the thread that made them.
     """
-    machine = _Machine(
-        system=system,
-        user=user,
-        tools=tools,
-        model=model,
-        max_tokens=max_tokens,
-        config=_settings(config, overrides),
-        on_event=on_event,
-    )
-    steps = machine.run()
+    steps = _Machine(system=system, user=user, tools=tools, model=model, max_tokens=max_tokens,
+                     config=_settings(config, overrides), on_event=on_event).run()
     reply: _Reply | None = None
     while True:
         try:

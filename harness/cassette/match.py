@@ -25,6 +25,8 @@ from urllib.parse import parse_qsl, urlencode
 
 from deepdiff import DeepDiff
 
+from harness.jsonpaths import drop_paths, parse_path
+
 
 def normalize_query(query: str | None) -> str:
     """Sorted query pairs, without `beta=true`: SDK 1.x marked beta calls with it, SDK 2.x sends none, and
@@ -35,32 +37,9 @@ def normalize_query(query: str | None) -> str:
     return urlencode(sorted(pairs))
 
 
-def _drop_path(body: Any, dotted: str) -> Any:
-    """A copy of `body` without the field at `dotted` (e.g. "metadata.user_id"); `*` matches any key or item."""
-    head, _, rest = dotted.partition(".")
-    if isinstance(body, dict):
-        keys = list(body) if head == "*" else [head]
-        out = dict(body)
-        for key in keys:
-            if key in out:
-                if rest:
-                    out[key] = _drop_path(out[key], rest)
-                else:
-                    del out[key]
-        return out
-    if isinstance(body, list) and (head == "*" or head.isdigit()):
-        indexes = range(len(body)) if head == "*" else [int(head)]
-        out_list = list(body)
-        for i in indexes:
-            if i < len(out_list):
-                out_list[i] = _drop_path(out_list[i], rest) if rest else None
-        return out_list
-    return body
-
-
 def canonical_body(body: Any, ignore: Sequence[str] = ()) -> str:
-    for dotted in ignore:
-        body = _drop_path(body, dotted)
+    if ignore:
+        body = drop_paths(body, [parse_path(dotted) for dotted in ignore])
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

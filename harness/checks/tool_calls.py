@@ -17,12 +17,12 @@ Paths in `ignore_paths` are dotted, with `[n]` or `*` for list items and `*` for
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from harness.checks.base import CheckResult, CheckSpec, fail, ok
 from harness.checks.matching import maximum_matching
+from harness.jsonpaths import drop_paths, parse_path
 from harness.trajectory import ToolCall, Trajectory, canonical_json
 
 NAME = "trajectory_match"
@@ -32,45 +32,6 @@ _MISSING = object()
 
 
 # --- argument paths -----------------------------------------------------------------------------------------
-
-
-def parse_path(path: str) -> tuple[str, ...]:
-    """ "$.a.b[0].c" -> ("a", "b", "0", "c"); "[*]" and "*" stay "*"."""
-    text = path.strip()
-    text = text[1:] if text.startswith("$") else text
-    parts = []
-    for piece in re.findall(r"\[([^\]]*)\]|([^.\[\]]+)", text):
-        index, key = piece
-        parts.append((index if index else key).strip("'\""))
-    return tuple(parts)
-
-
-def drop_paths(value: Any, paths: Sequence[tuple[str, ...]]) -> Any:
-    for path in paths:
-        value = _drop(value, path)
-    return value
-
-
-def _drop(value: Any, path: tuple[str, ...]) -> Any:
-    if not path:
-        return value
-    head, rest = path[0], path[1:]
-    if isinstance(value, dict):
-        keys = list(value) if head == "*" else [head]
-        out = dict(value)
-        for key in keys:
-            if key in out:
-                if rest:
-                    out[key] = _drop(out[key], rest)
-                else:
-                    del out[key]
-        return out
-    if isinstance(value, list) and (head == "*" or head.isdigit()):
-        indexes = set(range(len(value))) if head == "*" else {int(head)}
-        if not rest:
-            return [item for i, item in enumerate(value) if i not in indexes]
-        return [_drop(item, rest) if i in indexes else item for i, item in enumerate(value)]
-    return value
 
 
 def _join(path: str, key: Any) -> str:
