@@ -24,6 +24,9 @@ _EXPORTS: dict[str, str] = {
     "Trajectory": "harness.trajectory",
     "Simulator": "harness.sim",
     "HarnessError": "harness.errors",
+    "assert_trajectory": "harness.testing",
+    "run_loop_async": "harness.loop",
+    "TokenBudget": "harness.loop",
 }
 
 __all__ = ["__version__", *_EXPORTS]
