@@ -303,3 +303,32 @@ def test_a_beta_true_recording_replays_for_an_sdk_that_sends_no_query(tmp_path: 
         message = FakeMessagesAPI().client().messages.create(model=MODEL, max_tokens=8,
                                                              messages=[{"role": "user", "content": "old sdk"}])
     assert message.content[0].text == "echo: old sdk"
+
+
+@pytest.mark.parametrize(("failure", "kind"), [(httpx2.ReadTimeout, "timeout"), (httpx2.ConnectError, "connect"),
+                                               (httpx2.RemoteProtocolError, "disconnect")])
+def test_connection_failures_are_recorded_and_replayed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       failure: type[Exception], kind: str) -> None:
+    path = tmp_path / "failure.yaml"
+    api = FakeMessagesAPI()
+    real_call = api.__call__
+    calls = iter([True])
+
+    def flaky(request: httpx2.Request) -> httpx2.Response:
+        if next(calls, False):
+            raise failure("upstream went away", request=request)
+        return real_call(request)
+
+    client = anthropic.Anthropic(api_key="sk-ant-api03-test-key-0000000000", max_retries=1,
+                                 http_client=httpx2.Client(transport=httpx2.MockTransport(flaky)))
+    with use_cassette(path, mode="once"):
+        assert ask(client, "flaky").content[0].text == "echo: flaky"
+    stored = load_cassette(path).interactions
+    assert stored[0]["error"]["kind"] == kind and "response" not in stored[0]
+    assert stored[1]["response"]["status"] == 200
+
+    sleeps: list[float] = []
+    monkeypatch.setattr(time, "sleep", lambda seconds: sleeps.append(seconds))
+    with use_cassette(path, mode="none") as cassette:
+        assert ask(FakeMessagesAPI().client(max_retries=1), "flaky").content[0].text == "echo: flaky"
+    assert cassette.unplayed == [] and sleeps == [0.0]

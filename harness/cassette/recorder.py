@@ -280,6 +280,14 @@ class Cassette:
             raise _connection_error(interaction["error"], request)
         return _replayed_response(interaction["response"])
 
+    def record_failure(self, request: httpx2.Request, raw_body: bytes, error: httpx2.TransportError) -> None:
+        """A request that got no response (vcrpy records only responses): kept, so that replay fails the
+        same way and the SDK's retry of it replays too."""
+        kind = ("timeout" if isinstance(error, httpx2.TimeoutException)
+                else "connect" if isinstance(error, httpx2.ConnectError) else "disconnect")
+        self.record(method=request.method, url=str(request.url), request_headers=request.headers.multi_items(),
+                    request_body=raw_body, error={"kind": kind, "message": f"{type(error).__name__}: {error}"})
+
     # -- saving -------------------------------------------------------------------------------------------
     def interactions_to_save(self) -> list[dict[str, Any]]:
         if self.mode == "rewrite" or not self.existed:
@@ -409,8 +417,15 @@ def _sync_handler(cassette: Cassette, real: Callable[..., httpx2.Response]) -> C
 
     @functools.wraps(real)
     def handle_request(transport: Any, request: httpx2.Request) -> httpx2.Response:
-        replayed = cassette.answer(request, request.read())
-        return replayed if replayed is not None else capture(transport, request)
+        raw_body = request.read()
+        replayed = cassette.answer(request, raw_body)
+        if replayed is not None:
+            return replayed
+        try:
+            return capture(transport, request)
+        except httpx2.TransportError as err:
+            cassette.record_failure(request, raw_body, err)
+            raise
 
     return handle_request
 
@@ -420,8 +435,15 @@ def _async_handler(cassette: Cassette, real: Callable[..., Any]) -> Callable[...
 
     @functools.wraps(real)
     async def handle_async_request(transport: Any, request: httpx2.Request) -> httpx2.Response:
-        replayed = cassette.answer(request, await request.aread())
-        return replayed if replayed is not None else await capture(transport, request)
+        raw_body = await request.aread()
+        replayed = cassette.answer(request, raw_body)
+        if replayed is not None:
+            return replayed
+        try:
+            return await capture(transport, request)
+        except httpx2.TransportError as err:
+            cassette.record_failure(request, raw_body, err)
+            raise
 
     return handle_async_request
 
