@@ -21,8 +21,15 @@ eval: $(STAMP)
 cassettes: $(STAMP)
 	$(BIN)/harness record
 
+## The official TypeScript SDK for the any-client tests (skipped, and said so, where npm is missing).
+TS_STAMP := tests/ts/node_modules/.installed-stamp
+$(TS_STAMP): tests/ts/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+		npm ci --prefix tests/ts --no-audit --no-fund --silent && touch $(TS_STAMP); \
+	else echo "npm not found: the TypeScript client tests will be skipped"; fi
+
 ## The whole test suite (lint included).
-test: $(STAMP)
+test: $(STAMP) $(TS_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n 2 -q
 
