@@ -27,9 +27,16 @@ def _json(document: Mapping[str, Any]) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n"
 
 
-def _write(
-    document: Mapping[str, Any], targets: Mapping[str, str | Path | None], renderers: Mapping[str, Renderer]
-) -> list[Path]:
+def _renderers(kind: str) -> dict[str, Renderer]:
+    """The views of a "results" or a "comparison" document, by flag. Imported late: each pulls jinja2 etc."""
+    from harness.report import html, junit, markdown
+
+    return {"json": _json, "markdown": getattr(markdown, f"{kind}_markdown"),
+            "junit": getattr(junit, f"{kind}_junit"), "html": getattr(html, f"{kind}_html")}
+
+
+def _write(document: Mapping[str, Any], kind: str, targets: Mapping[str, str | Path | None]) -> list[Path]:
+    renderers = _renderers(kind)
     written = []
     for flag, target in targets.items():
         if target:
@@ -47,17 +54,7 @@ def write_results_reports(
     html: str | Path | None = None,
 ) -> list[Path]:
     """Write each asked-for view of a results document; the paths written, in flag order."""
-    from harness.report.html import results_html
-    from harness.report.junit import results_junit
-    from harness.report.markdown import results_markdown
-
-    renderers: dict[str, Renderer] = {
-        "json": _json,
-        "markdown": results_markdown,
-        "junit": results_junit,
-        "html": results_html,
-    }
-    return _write(results, {"json": json_path, "markdown": markdown, "junit": junit, "html": html}, renderers)
+    return _write(results, "results", {"json": json_path, "markdown": markdown, "junit": junit, "html": html})
 
 
 def write_comparison_reports(
@@ -69,14 +66,4 @@ def write_comparison_reports(
     html: str | Path | None = None,
 ) -> list[Path]:
     """Write each asked-for view of a comparison document; the paths written, in flag order."""
-    from harness.report.html import comparison_html
-    from harness.report.junit import comparison_junit
-    from harness.report.markdown import comparison_markdown
-
-    renderers: dict[str, Renderer] = {
-        "json": _json,
-        "markdown": comparison_markdown,
-        "junit": comparison_junit,
-        "html": comparison_html,
-    }
-    return _write(comparison, {"json": json_path, "markdown": markdown, "junit": junit, "html": html}, renderers)
+    return _write(comparison, "comparison", {"json": json_path, "markdown": markdown, "junit": junit, "html": html})
