@@ -6,13 +6,10 @@ Loopback only. The proxy runs in-process (threads) except where a signal must re
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -21,6 +18,7 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
+from harness_processes import start_serving_command
 
 from harness.cassette.format import load_cassette
 from harness.cassette.redact import find_secrets
@@ -335,22 +333,8 @@ def test_bad_upstream_and_mode_are_usage_errors(tmp_path: Path) -> None:
 
 
 def _start_proxy(tmp_path: Path, upstream: str, cassette: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
-    url_file = tmp_path / "proxy.url"
-    url_file.unlink(missing_ok=True)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "proxy", "--upstream", upstream, "--cassette", str(cassette),
-         "--port", "0", "--url-file", str(url_file), *extra],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
-    for _ in range(400):
-        if url_file.exists() and url_file.read_text().strip():
-            return process, url_file.read_text().strip()
-        if process.poll() is not None:
-            break
-        time.sleep(0.025)
-    process.kill()
-    raise AssertionError(f"the proxy did not start: {process.communicate()}")
+    return start_serving_command(tmp_path / "proxy.url", "proxy", "--upstream", upstream,
+                                 "--cassette", str(cassette), *extra)
 
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import httpx2
 import pytest
+from harness_processes import start_serving_command
 
 from harness.cassette.format import CassetteFile, load_cassette, save_cassette
 from harness.cassette.recorder import CassetteMismatch, use_cassette
@@ -274,20 +272,7 @@ def test_missing_cassette_is_bad_input(tmp_path: Path) -> None:
 
 
 def _start_serve(tmp_path: Path, *arguments: str) -> tuple[subprocess.Popen[str], str]:
-    url_file = tmp_path / "serve.url"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "serve", *arguments, "--port", "0", "--url-file", str(url_file)],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
-    for _ in range(400):
-        if url_file.exists() and url_file.read_text().strip():
-            return process, url_file.read_text().strip()
-        if process.poll() is not None:
-            break
-        time.sleep(0.025)
-    process.kill()
-    raise AssertionError(f"harness serve did not start: {process.communicate()}")
+    return start_serving_command(tmp_path / "serve.url", "serve", *arguments)
 
 
 def test_serve_command_reports_per_cassette_and_exits_1_on_a_miss(tmp_path: Path) -> None:
