@@ -516,15 +516,15 @@ def test_policy_from_header_then_constructor_then_tools() -> None:
     request = {"max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
     with Simulator(policy="refuse") as sim:
         client = anthropic.Anthropic(base_url=sim.base_url, api_key="k", max_retries=0)
-        assert client.messages.create(model="m", **request).stop_reason == "refusal"
+        assert client.messages.create(model="claude-sonnet-5", **request).stop_reason == "refusal"
         by_header = client.messages.create(
-            model="m", extra_headers={"x-harness-sim-policy": "sim-echo"}, **request
+            model="claude-sonnet-5", extra_headers={"x-harness-sim-policy": "sim-echo"}, **request
         )
         assert by_header.stop_reason == "end_turn"
         assert client.messages.create(model="sim-pause-turn", **request).stop_reason == "pause_turn"
     with Simulator() as sim:
         client = anthropic.Anthropic(base_url=sim.base_url, api_key="k", max_retries=0)
-        detected = client.messages.create(model="m", tools=DAYFLOW_TOOLS, **request)
+        detected = client.messages.create(model="claude-sonnet-5", tools=DAYFLOW_TOOLS, **request)
         assert [b.name for b in detected.content if b.type == "tool_use"] == [
             "read_inbox",
             "read_calendar",
@@ -537,13 +537,16 @@ def test_unknown_sim_model_is_a_404_like_a_misspelt_model(client: anthropic.Anth
         client.messages.create(
             model="sim-nonsense", max_tokens=10, messages=[{"role": "user", "content": "hi"}]
         )
-    assert caught.value.body["error"] == {"type": "not_found_error", "message": "model: sim-nonsense"}
+    error = caught.value.body["error"]
+    assert error["type"] == "not_found_error"
+    assert error["message"].startswith("model: sim-nonsense (")
+    assert "sim-auto" in error["message"] and "sim-dayflow" in error["message"]
 
 
 def test_unknown_policy_header_is_a_400(client: anthropic.Anthropic) -> None:
-    with pytest.raises(anthropic.BadRequestError, match="unknown simulator policy"):
+    with pytest.raises(anthropic.BadRequestError, match="unknown simulator model 'chatty'"):
         client.messages.create(
-            model="m",
+            model="claude-sonnet-5",
             max_tokens=10,
             messages=[{"role": "user", "content": "hi"}],
             extra_headers={"x-harness-sim-policy": "chatty"},

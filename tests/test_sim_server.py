@@ -261,7 +261,7 @@ def test_localhost_and_loopback_range_are_accepted() -> None:
 
 
 def test_unknown_default_policy_is_refused() -> None:
-    with pytest.raises(HarnessError, match="unknown simulator policy"):
+    with pytest.raises(HarnessError, match="unknown simulator model"):
         Simulator(policy="chatty")
 
 
@@ -303,7 +303,9 @@ def test_cli_run_serves_until_max_requests(tmp_path: Path) -> None:
     base_url = url_file.read_text().strip()
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+", base_url)
     client = anthropic.Anthropic(base_url=base_url, api_key="k", max_retries=1)
-    response = client.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+    response = client.messages.create(
+        model="claude-sonnet-5", max_tokens=10, messages=[{"role": "user", "content": "hi"}]
+    )
     assert response.stop_reason == "refusal"  # the --policy default, after the SDK retried the 529
     thread.join(timeout=10)
     assert not thread.is_alive()

@@ -150,7 +150,7 @@ def test_missing_key_is_a_401_and_a_bearer_token_is_accepted(
 ) -> None:
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
         monkeypatch.delenv(name, raising=False)
-    body = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+    body = {"model": "sim-echo", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
     keyless = anthropic.Anthropic(
         base_url=sim.base_url,
         api_key=None,
@@ -232,7 +232,7 @@ def _tool_turns(result_id: str = "toolu_a") -> list[dict[str, Any]]:
 
 
 def test_valid_tool_history_passes(client: anthropic.Anthropic) -> None:
-    response = client.messages.create(model="m", max_tokens=10, tools=[TOOL], messages=_tool_turns())
+    response = client.messages.create(model="sim-echo", max_tokens=10, tools=[TOOL], messages=_tool_turns())
     assert response.stop_reason in ("end_turn", "max_tokens")
 
 

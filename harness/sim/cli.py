@@ -45,6 +45,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--policy", choices=sorted(POLICIES), help="default scripted model when the request names none"
     )
+    parser.add_argument(
+        "--default-model",
+        metavar="NAME",
+        help="the simulator model that answers Claude model ids (default: sim-auto, or the first --script); "
+        "e.g. sim-auto:serial,rounds=2,until-corrected",
+    )
+    parser.add_argument(
+        "--script",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="a scripted model in YAML, served as sim-<its name> (repeatable); checked before the server starts",
+    )
     parser.add_argument("--url-file", type=Path, help="write the base URL to this file once listening")
     parser.add_argument(
         "--max-requests", type=int, default=None, help="exit after answering this many /v1/messages requests"
@@ -73,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
         policy=args.policy,
         verbose=not args.quiet,
         threads=args.threads,
+        model=args.default_model,
+        scripts=args.script,
     )
     stop = threading.Event()
     if threading.current_thread() is threading.main_thread():
@@ -84,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         print(
             f"harness sim: listening on {simulator.base_url} (seed {args.seed}; "
-            f"set ANTHROPIC_BASE_URL={simulator.base_url})",
+            f"set ANTHROPIC_BASE_URL={simulator.base_url}); Claude model ids are answered by "
+            f"{simulator.policy or 'sim-auto (sim-dayflow/sim-sql for the reference agents)'}",
             flush=True,
         )
         if args.url_file:

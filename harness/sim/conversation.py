@@ -20,6 +20,8 @@ class Reply:
     stop_details: dict[str, Any] | None = None
     output_tokens: int | None = None  # overrides the count taken from the content (max_tokens cut-offs)
     context_window: int | None = None  # usage shows input + output filling a window of this many tokens
+    usage: dict[str, Any] | None = None  # fields that replace the computed usage (a script or function says so)
+    fault: Any = None  # a harness.sim.faults.Fault to carry this answer out with (a script's turn)
 
 
 def text_block(text: str) -> dict[str, Any]:

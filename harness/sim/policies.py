@@ -1,14 +1,14 @@
-"""Scripted models and how a request picks one.
+"""The built-in scripted models (`sim-<policy>`); `harness.sim.models` says how a request picks one.
 
-Choice, first match wins: a model name `sim-<policy>`; the header `x-harness-sim-policy`; the
-simulator's default policy; the tools in the request (read_inbox -> dayflow, query_db -> sql); echo.
-The misbehaving policies exist to trip the agent loop's guards: `repeat` (same tool call forever),
+`echo` answers "You said: ..." and is only ever chosen by name (`sim-echo`): a Claude model id no
+policy claims is answered by `sim-auto`. The misbehaving policies exist to trip the agent loop's
+guards: `repeat` (same tool call forever),
 `max-tokens`, `refuse`, `pause-turn` and `context-window`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from harness.sim.conversation import Conversation, Reply, text_block, tool_use_block
@@ -104,34 +104,4 @@ POLICIES: dict[str, Policy] = {
 }
 
 # tool name -> policy, for requests that name no policy
-_AUTO_DETECT = (("read_inbox", "dayflow"), ("query_db", "sql"))
-
-
-class UnknownPolicy(LookupError):
-    def __init__(self, name: str, source: str) -> None:
-        self.name, self.source = name, source
-        super().__init__(f"{source}: unknown simulator policy {name!r}; known: {', '.join(POLICIES)}")
-
-
-def normalize_policy_name(name: str, source: str) -> str:
-    bare = name.strip().lower().removeprefix(MODEL_PREFIX)
-    if bare not in POLICIES:
-        raise UnknownPolicy(name, source)
-    return bare
-
-
-def choose_policy(body: Mapping[str, Any], headers: Mapping[str, str], default: str | None) -> str:
-    """The policy name for one request. Raises UnknownPolicy for a sim-* model or header that names none."""
-    model = str(body.get("model", ""))
-    if model.startswith(MODEL_PREFIX):
-        return normalize_policy_name(model, "model")
-    lowered = {name.lower(): value for name, value in headers.items()}
-    if lowered.get(POLICY_HEADER):
-        return normalize_policy_name(lowered[POLICY_HEADER], POLICY_HEADER)
-    if default:
-        return normalize_policy_name(default, "policy")
-    tool_names = {tool.get("name") for tool in body.get("tools") or [] if isinstance(tool, dict)}
-    for tool_name, policy in _AUTO_DETECT:
-        if tool_name in tool_names:
-            return policy
-    return "echo"
+AUTO_DETECT = (("read_inbox", "dayflow"), ("query_db", "sql"))

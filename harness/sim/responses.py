@@ -97,12 +97,16 @@ def build_message(
 ) -> dict[str, Any]:
     reply = honour_tool_choice(conversation, reply)
     content = [dict(block) for block in reply.content]
-    if conversation.thinking_enabled and reply.stop_reason not in ("refusal",):
+    has_thinking = any(block.get("type") == "thinking" for block in content)
+    if conversation.thinking_enabled and reply.stop_reason not in ("refusal",) and not has_thinking:
         content.insert(0, _thinking(conversation, policy, reply, seed, fingerprint))
+    for position, block in enumerate(content):
+        if block.get("type") == "thinking" and not block.get("signature"):
+            block["signature"] = ids.signature(seed, fingerprint, position)
     position = 0
     for block in content:
         if block.get("type") == "tool_use":
-            block["id"] = ids.tool_use_id(seed, fingerprint, position)
+            block["id"] = block.get("id") or ids.tool_use_id(seed, fingerprint, position)
             position += 1
 
     stop_reason, stop_sequence, output_tokens = reply.stop_reason, None, reply.output_tokens
@@ -122,6 +126,18 @@ def build_message(
         cached = usage.cache_creation_input_tokens + usage.cache_read_input_tokens
         input_tokens = max(input_tokens, reply.context_window - output_tokens - cached)
 
+    message_usage = {
+        "input_tokens": input_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": usage.ephemeral_5m_input_tokens,
+            "ephemeral_1h_input_tokens": usage.ephemeral_1h_input_tokens,
+        },
+        "output_tokens": output_tokens,
+        "service_tier": "standard",
+    }
+    message_usage.update(reply.usage or {})
     return {
         "model": conversation.model,
         "id": ids.message_id(seed, fingerprint),
@@ -131,17 +147,7 @@ def build_message(
         "stop_reason": stop_reason,
         "stop_sequence": stop_sequence,
         "stop_details": reply.stop_details,
-        "usage": {
-            "input_tokens": input_tokens,
-            "cache_creation_input_tokens": usage.cache_creation_input_tokens,
-            "cache_read_input_tokens": usage.cache_read_input_tokens,
-            "cache_creation": {
-                "ephemeral_5m_input_tokens": usage.ephemeral_5m_input_tokens,
-                "ephemeral_1h_input_tokens": usage.ephemeral_1h_input_tokens,
-            },
-            "output_tokens": output_tokens,
-            "service_tier": "standard",
-        },
+        "usage": message_usage,
     }
 
 

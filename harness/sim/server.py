@@ -22,9 +22,10 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
@@ -33,7 +34,8 @@ from harness.errors import HarnessError
 from harness.sim import ids
 from harness.sim.conversation import Conversation
 from harness.sim.faults import Fault, normalize_faults
-from harness.sim.policies import POLICIES, UnknownPolicy, choose_policy, normalize_policy_name
+from harness.sim.models import MODEL_HEADER, Chosen, Models, UnknownModel, not_found
+from harness.sim.policies import POLICIES
 from harness.sim.responses import build_message, dumps, error_body
 from harness.sim.sse import encode_event, error_event, message_events
 from harness.sim.threads import Threads, ThreadTurn, thread_kind
@@ -72,6 +74,7 @@ class Served:
     stream: bool
     retry_count: str | None  # the SDK's x-stainless-retry-count header
     thread: str | None = None  # "create" or "continue" for a message-threads request
+    model: str | None = None  # the simulator model that answered: sim-auto, sim-dayflow, sim-<script>...
 
 
 def _bind_address(host: str) -> str:
@@ -136,14 +139,35 @@ class Simulator:
         policy: str | None = None,
         verbose: bool = False,
         threads: bool = True,
+        model: str | Callable[[dict[str, Any]], Any] | None = None,
+        scripts: Sequence[str | Path] = (),
     ) -> None:
+        """`model`: the default model for requests that name a Claude model id, either a simulator model
+        name (`sim-auto:serial`, `sim-<script>`) or a callable (a function model, see
+        `harness.sim.function_model`). `scripts`: YAML model scripts, each served as `sim-<name>`; the
+        first is the default when `model` does not say otherwise. `policy` is the older name of `model`."""
+        from harness.sim.script import load_script
+
         self.host = _bind_address(host)
         self.port = port
         self.seed = seed
         self.verbose = verbose
+        loaded = [load_script(path) for path in scripts]
+        self.models = Models(
+            seed=seed,
+            scripts={script.name: script.model for script in loaded},
+            function=model if callable(model) else None,
+        )
+        named = model if isinstance(model, str) else policy
+        if named:
+            default: str | None = named
+        elif callable(model):
+            default = "function"
+        else:
+            default = loaded[0].name if loaded else None
         try:
-            self.policy = normalize_policy_name(policy, "policy") if policy else None
-        except UnknownPolicy as err:
+            self.policy = self.models.resolve(default, "default model").name if default else None
+        except UnknownModel as err:
             raise HarnessError(str(err)) from None
         self.faults: dict[int, Fault] = normalize_faults(faults)
         self.served: list[Served] = []
@@ -215,7 +239,7 @@ class Simulator:
             self.served.append(served)
         if self.verbose:
             fault = f" fault={served.fault}" if served.fault else ""
-            policy = f" policy={served.policy}" if served.policy else ""
+            policy = f" model={served.model}" if served.model else ""
             where = f"#{served.index} " if served.index is not None else ""
             thread = f" thread={served.thread}" if served.thread else ""
             print(
@@ -255,7 +279,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         return self.rfile.read(length) if length else b""
 
-    def _common_headers(self, request_id: str, index: int | None, policy: str | None) -> dict[str, str]:
+    def _common_headers(self, request_id: str, index: int | None, chosen: Chosen | None) -> dict[str, str]:
         remaining = REQUESTS_LIMIT - 1 - (index or 0) % REQUESTS_LIMIT
         headers = {"request-id": request_id, "x-harness-simulator": "1"}
         for name, limit, left in (
@@ -267,8 +291,9 @@ class _Handler(BaseHTTPRequestHandler):
             headers[f"anthropic-ratelimit-{name}-limit"] = str(limit)
             headers[f"anthropic-ratelimit-{name}-remaining"] = str(left)
             headers[f"anthropic-ratelimit-{name}-reset"] = SIMULATED_NOW
-        if policy:
-            headers["x-harness-sim-policy"] = policy
+        if chosen:
+            headers["x-harness-sim-policy"] = chosen.policy
+            headers[MODEL_HEADER] = chosen.name
         return headers
 
     def _send_head(self, status: int, headers: Mapping[str, str]) -> None:
@@ -318,7 +343,7 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/health":
             self._send_json(
                 200,
-                {"status": "ok", "simulator": "harness", "policies": list(POLICIES)},
+                {"status": "ok", "simulator": "harness", "policies": list(POLICIES), "models": self.sim.models.names()},
                 {"x-harness-simulator": "1"},
             )
             return
@@ -394,12 +419,13 @@ class _Handler(BaseHTTPRequestHandler):
 
         # Each path records before it writes: a client may act on the answer (and a test inspect
         # `served`) before this thread would get to run again.
-        def record(status: int, policy: str | None) -> None:
+        def record(status: int, chosen: Chosen | None, fired: Fault | None = fault) -> None:
             sim._record(
-                Served(index, path, status, policy, fault.kind if fault else None, stream, retry_count, thread)
+                Served(index, path, status, chosen.policy if chosen else None, fired.kind if fired else None,
+                       stream, retry_count, thread, chosen.name if chosen else None)
             )
 
-        if fault and self._fault_answers(fault, request_id, index, stream, record):
+        if fault and self._fault_answers(fault, request_id, index, stream, record, None):
             return
 
         request_headers = dict(self.headers.items())
@@ -408,22 +434,28 @@ class _Handler(BaseHTTPRequestHandler):
         if not error:
             turn, error = sim.threads.open(body)
         message: dict[str, Any] | None = None
-        policy: str | None = None
+        chosen: Chosen | None = None
+        wanted: Fault | None = None
         try:
             if not error:
-                message, policy, error = self._answer(turn.body if turn else body, fingerprint)
+                message, chosen, error, wanted = self._answer(turn.body if turn else body, fingerprint)
         finally:
             # A failed continue gives its reply back, so that the client can continue from it again.
             sim.threads.finish(turn, message)
-        headers = self._common_headers(request_id, index, policy)
+        if wanted is not None:  # the model (a script's turn) asks for a fault
+            fault = wanted
+            if self._fault_answers(fault, request_id, index, stream, lambda status, c: record(status, c, wanted),
+                                   chosen):
+                return
+        headers = self._common_headers(request_id, index, chosen)
         if message is None:
             assert error is not None
-            record(error.status, policy)
+            record(error.status, chosen, fault)
             # A scripted model's bug is not worth retrying: the same request fails the same way.
             extra = {"x-should-retry": "false"} if error.status == 500 else None
             self._send_error(error, request_id, headers, extra)
             return
-        record(200, policy)
+        record(200, chosen, fault)
         if stream:
             self._stream(message, headers, fault)
         else:
@@ -431,38 +463,39 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(
         self, body: Any, fingerprint: str
-    ) -> tuple[dict[str, Any] | None, str | None, ApiError | None]:
-        """(message, policy, error) for the whole request: for a threaded continue, the stored conversation
-        and fields plus the new turn, so that it is validated and answered like any other request."""
+    ) -> tuple[dict[str, Any] | None, Chosen | None, ApiError | None, Fault | None]:
+        """(message, the model, error, a fault the model asks for) for the whole request: for a threaded
+        continue, the stored conversation and fields plus the new turn, so that it is validated and answered
+        like any other request."""
         sim = self.sim
-        policy: str | None = None
+        chosen: Chosen | None = None
         error = check_messages_request(body)
         if not error:
             try:
-                policy = choose_policy(body, dict(self.headers.items()), sim.policy)
-            except UnknownPolicy as err:
-                error = (
-                    ApiError(404, "not_found_error", f"model: {err.name}")
-                    if err.source == "model"
-                    else ApiError(400, "invalid_request_error", str(err))
-                )
+                chosen = sim.models.choose(body, dict(self.headers.items()), sim.policy)
+            except UnknownModel as err:
+                error = not_found(err) if err.source == "model" else ApiError(400, "invalid_request_error", str(err))
         if error:
-            return None, policy, error
-        assert policy is not None
+            return None, chosen, error, None
+        assert chosen is not None
         conversation = Conversation(body)
         try:
-            reply = POLICIES[policy](conversation)
+            outcome = chosen.model(conversation)
+            if isinstance(outcome, ApiError):
+                return None, chosen, outcome, None
+            if outcome.fault is not None and not outcome.content:  # a fault that replaces the answer
+                return None, chosen, None, outcome.fault
             message = build_message(
                 conversation,
-                reply,
-                policy=policy,
+                outcome,
+                policy=chosen.policy,
                 seed=sim.seed,
                 fingerprint=fingerprint,
                 usage=sim._ledger.usage(body),
             )
         except Exception as err:  # a bug in a scripted model must reach the client as an API error
-            return None, policy, ApiError(500, "api_error", f"simulator policy {policy!r} failed: {err!r}")
-        return message, policy, None
+            return None, chosen, ApiError(500, "api_error", f"simulator model {chosen.name!r} failed: {err}"), None
+        return message, chosen, None, outcome.fault
 
     def _fault_answers(
         self,
@@ -470,13 +503,14 @@ class _Handler(BaseHTTPRequestHandler):
         request_id: str,
         index: int,
         stream: bool,
-        record: Callable[[int, str | None], None],
+        record: Callable[[int, Chosen | None], None],
+        chosen: Chosen | None,
     ) -> bool:
         """Carry out a fault; True when it replaced the answer, False when the normal answer follows."""
-        headers = self._common_headers(request_id, index, None)
+        headers = self._common_headers(request_id, index, chosen)
         kind = "529" if fault.kind == "sse-error" and not stream else fault.kind
         if kind in _ERROR_FAULTS:
-            record(_ERROR_FAULTS[kind].status, None)
+            record(_ERROR_FAULTS[kind].status, chosen)
             # Whole seconds in retry-after (what the real API sends); the SDK prefers the precise -ms one.
             extra = {
                 "retry-after": str(int(fault.retry_after)),
@@ -487,7 +521,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(_ERROR_FAULTS[kind], request_id, headers, extra)
             return True
         if kind == "disconnect":
-            record(0, None)
+            record(0, chosen)
             self._drop_connection()
             return True
         if kind == "slow":

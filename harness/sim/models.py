@@ -1,0 +1,124 @@
+"""Which simulator model answers a request, and the names it goes by.
+
+Choice, first match wins:
+1. a model name `sim-<name>[:options]` names a simulator model: a scripted policy (`sim-dayflow`,
+   `sim-repeat`, ...), `sim-auto`, a script loaded with `--script` (`sim-<its name>`), or `sim-function`
+   for `Simulator(model=callable)`; a `sim-` name that names none is the real API's 404;
+2. any other name that is not a Claude model id (`claude-...`) is the real API's 404 `not_found_error`,
+   whose message lists the simulator models;
+3. the header `x-harness-sim-policy` (a name as in 1);
+4. the simulator's default model (`--default-model`, `Simulator(default_model=...)`, a callable model or
+   the first script);
+5. the tools in the request: read_inbox -> dayflow, query_db -> sql (the reference agents);
+6. `sim-auto`, for any other agent.
+
+A model answers a `Conversation` with a `Reply` (which may carry a `Fault` to answer with) or an `ApiError`.
+Every response names the model that answered in the header `x-harness-sim-model`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness.sim import auto
+from harness.sim.conversation import Conversation, Reply
+from harness.sim.policies import AUTO_DETECT, MODEL_PREFIX, POLICIES, POLICY_HEADER
+from harness.sim.validation import ApiError
+
+MODEL_HEADER = "x-harness-sim-model"
+FUNCTION = "function"
+Answer = Reply | ApiError  # a Reply may carry a Fault (Reply.fault) to answer with
+Model = Callable[[Conversation], Answer]
+
+# Claude model ids as the API names them: claude-sonnet-4-5, claude-3-5-haiku-20241022, claude-opus-4-1@...
+_CLAUDE_ID = re.compile(r"^claude-[a-z0-9][a-z0-9.@-]*$")
+
+
+def is_claude_model_id(name: str) -> bool:
+    return bool(_CLAUDE_ID.match(name))
+
+
+class UnknownModel(LookupError):
+    """A name that names no simulator model. `source` is where it came from (model, header, default)."""
+
+    def __init__(self, name: str, source: str, known: list[str], reason: str | None = None) -> None:
+        self.name, self.source, self.known = name, source, known
+        reason = reason or f"unknown simulator model {name!r}; known: {', '.join(known)}"
+        super().__init__(f"{source}: {reason}")
+
+
+@dataclass(frozen=True)
+class Chosen:
+    name: str  # as the header and the cassette say it: sim-auto:serial, sim-dayflow, sim-myscript
+    policy: str  # the bare name (auto, dayflow, ...), for x-harness-sim-policy and the request log
+    model: Model
+
+
+class Models:
+    """The models one simulator answers with: the scripted policies, sim-auto, scripts and a function."""
+
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        scripts: Mapping[str, Model] | None = None,
+        function: Callable[[dict[str, Any]], Any] | None = None,
+    ) -> None:
+        self.seed = seed
+        self.scripts = dict(scripts or {})
+        self.function = function
+
+    def names(self) -> list[str]:
+        bare = [auto.NAME, *POLICIES, *self.scripts, *([FUNCTION] if self.function else [])]
+        return [MODEL_PREFIX + name for name in bare]
+
+    def resolve(self, name: str, source: str) -> Chosen:
+        """The model a `sim-<name>[:options]` (prefix optional) names; UnknownModel when none."""
+        bare, _, options = name.strip().lower().removeprefix(MODEL_PREFIX).partition(":")
+        if bare == auto.NAME:
+            try:
+                parsed = auto.parse_options(options)
+            except auto.BadOptions as err:
+                raise UnknownModel(name, source, self.names(), reason=str(err)) from None
+            label = parsed.label()
+            return Chosen(f"{MODEL_PREFIX}auto{':' + label if label else ''}", auto.NAME, auto.model(parsed, self.seed))
+        if options:
+            raise UnknownModel(name, source, self.names(), reason=f"only sim-auto takes options, not {bare!r}")
+        if bare in self.scripts:
+            return Chosen(MODEL_PREFIX + bare, bare, self.scripts[bare])
+        if bare == FUNCTION and self.function is not None:
+            from harness.sim.function_model import function_model
+
+            return Chosen(MODEL_PREFIX + FUNCTION, FUNCTION, function_model(self.function))
+        if bare in POLICIES:
+            return Chosen(MODEL_PREFIX + bare, bare, POLICIES[bare])
+        raise UnknownModel(name, source, self.names())
+
+    def choose(self, body: Mapping[str, Any], headers: Mapping[str, str], default: str | None) -> Chosen:
+        model = str(body.get("model", ""))
+        if model.lower().startswith(MODEL_PREFIX):
+            return self.resolve(model, "model")
+        if not is_claude_model_id(model):
+            raise UnknownModel(model, "model", self.names())
+        lowered = {name.lower(): value for name, value in headers.items()}
+        if lowered.get(POLICY_HEADER):
+            return self.resolve(lowered[POLICY_HEADER], POLICY_HEADER)
+        if default:
+            return self.resolve(default, "default model")
+        tool_names = {tool.get("name") for tool in body.get("tools") or [] if isinstance(tool, dict)}
+        for tool_name, policy in AUTO_DETECT:
+            if tool_name in tool_names:
+                return self.resolve(policy, "tools")
+        return self.resolve(auto.NAME, "default model")
+
+
+def not_found(err: UnknownModel) -> ApiError:
+    """The real API's 404 for an unknown model (`model: NAME`), with the simulator's models added."""
+    return ApiError(
+        404,
+        "not_found_error",
+        f"model: {err.name} (the simulator answers Claude model ids and its own models: {', '.join(err.known)})",
+    )
