@@ -38,6 +38,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="none (default: replay only, network blocked), once, new_episodes, all, rewrite",
     )
     group.addoption("--cassette-dir", action="store", default=None, help="where default cassette paths live")
+    group.addoption(
+        "--simulator",
+        action="store",
+        default=None,
+        metavar="auto|FILE",
+        help="answer the clients' calls from an in-process simulator instead of the API (record with no key): "
+        "auto (sim-auto; options as auto:serial,rounds=2,until-corrected), another simulator model name, "
+        "or a YAML model script",
+    )
     parser.addini("record_mode", "default record mode when --record-mode is not given", default="none")
     parser.addini("cassette_dir", "folder for default cassette paths, relative to the rootdir", default="cassettes")
 
@@ -50,7 +59,13 @@ def pytest_configure(config: pytest.Config) -> None:
         "faults={request_index: '429'|'529'|'500'|'timeout'|'disconnect'|'cut-stream'|'sse-error'} to replay "
         "the run with faults injected.",
     )
+    config.addinivalue_line(
+        "markers",
+        "simulator(**options): options for the `simulator` fixture's Simulator (model=callable or name, "
+        "scripts=[FILE], faults={index: kind}, seed=N).",
+    )
     record_mode(config)  # a bad value in the config file is a usage error before any test runs
+    _check_simulator_option(config)
 
 
 def record_mode(config: pytest.Config) -> str:
@@ -163,31 +178,35 @@ def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> 
             context.__exit__(None, None, None)
 
 
-def _client_options(harness_config: dict[str, Any]) -> dict[str, Any]:
+def _client_options(harness_config: dict[str, Any], simulator_url: str | None = None) -> dict[str, Any]:
     return {
         # In replay the key is never sent anywhere; when recording, the real one comes from the environment.
         "api_key": os.environ.get("ANTHROPIC_API_KEY") or "replay-key-not-a-secret",
-        "base_url": harness_config.get("base_url") or os.environ.get("ANTHROPIC_BASE_URL") or None,
+        "base_url": simulator_url or harness_config.get("base_url") or os.environ.get("ANTHROPIC_BASE_URL") or None,
         "max_retries": harness_config.get("max_retries", 2),
     }
 
 
 @pytest.fixture
-def anthropic_client(cassette: Cassette, harness_config: dict[str, Any]) -> Iterator[Any]:
+def anthropic_client(
+    request: pytest.FixtureRequest, cassette: Cassette, harness_config: dict[str, Any]
+) -> Iterator[Any]:
     """An `anthropic.Anthropic` whose calls go through this test's cassette."""
     import anthropic
 
-    client = anthropic.Anthropic(**_client_options(harness_config))
+    client = anthropic.Anthropic(**_client_options(harness_config, _simulator_url(request)))
     yield client
     client.close()
 
 
 @pytest.fixture
-def async_anthropic_client(cassette: Cassette, harness_config: dict[str, Any]) -> Any:
+def async_anthropic_client(
+    request: pytest.FixtureRequest, cassette: Cassette, harness_config: dict[str, Any]
+) -> Any:
     """An `anthropic.AsyncAnthropic` whose calls go through this test's cassette (use it inside any loop)."""
     import anthropic
 
-    return anthropic.AsyncAnthropic(**_client_options(harness_config))
+    return anthropic.AsyncAnthropic(**_client_options(harness_config, _simulator_url(request)))
 
 
 @pytest.fixture(autouse=True)
@@ -221,3 +240,61 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if report.when == "call" and report.failed:
         item.stash[_FAILED_KEY] = True
     return report
+
+
+# -- the simulator: recording with no key ----------------------------------------------------------------
+# `--simulator=auto|NAME|FILE` answers every client fixture's calls from one in-process simulator for the
+# session; the `simulator` fixture starts one for a single test (options from @pytest.mark.simulator).
+# Either way the cassette says `source: simulator` and which simulator model answered.
+
+_SESSION_SIMULATOR = pytest.StashKey[Any]()
+
+
+def _simulator_options(value: str) -> dict[str, Any]:
+    """`auto[:options]` or a simulator model name -> model=...; anything else is a script file."""
+    from harness.sim.models import MODEL_PREFIX
+
+    if value == "auto" or value.startswith(("auto:", MODEL_PREFIX)):
+        return {"model": value if value.startswith(MODEL_PREFIX) else MODEL_PREFIX + value}
+    return {"scripts": [value]}
+
+
+def _check_simulator_option(config: pytest.Config) -> None:
+    value = config.getoption("--simulator", None)
+    if not value:
+        return
+    from harness.errors import HarnessError
+    from harness.sim import Simulator
+
+    options = _simulator_options(value)
+    if "scripts" in options and not Path(value).is_absolute():
+        options["scripts"] = [str(Path(config.invocation_params.dir) / value)]
+    try:
+        config.stash[_SESSION_SIMULATOR] = Simulator(**options)  # checks the model name or script now
+    except HarnessError as err:
+        raise pytest.UsageError(f"--simulator={value}: {err}") from None
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    simulator = config.stash.get(_SESSION_SIMULATOR, None)
+    if simulator is not None:
+        simulator.stop()
+
+
+def _simulator_url(request: pytest.FixtureRequest) -> str | None:
+    """The base URL of this test's simulator (the `simulator` fixture), else of --simulator's, else None."""
+    if "simulator" in request.fixturenames:
+        return request.getfixturevalue("simulator").base_url
+    session = request.config.stash.get(_SESSION_SIMULATOR, None)
+    return session.start().base_url if session is not None else None
+
+
+@pytest.fixture
+def simulator(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A Messages API simulator on loopback for this test; `anthropic_client` talks to it. Options from
+    `@pytest.mark.simulator(model=callable_or_name, scripts=[...], faults={...})`."""
+    from harness.sim import Simulator
+
+    marker = request.node.get_closest_marker("simulator")
+    with Simulator(**(dict(marker.kwargs) if marker else {})) as running:
+        yield running

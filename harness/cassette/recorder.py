@@ -262,6 +262,7 @@ class Cassette:
             interaction["elapsed_ms"] = round(elapsed_ms, 1)
         if not self.new_interactions:
             self._note_provenance(request_items, stored_request, response_items)
+        self._note_simulator_model(response_items)
         self.new_interactions.append(interaction)
 
     # -- in-process: what the transport patch calls ----------------------------------------------------------
@@ -361,6 +362,15 @@ class Cassette:
             "sdk_version": sdk,
             "fingerprints": run_fingerprints(stored_request.get("body")),
         }
+
+    def _note_simulator_model(self, response_headers: list[tuple[str, str]]) -> None:
+        """Which simulator model(s) answered the run, in the order they first did (the simulator says so)."""
+        model = {name.lower(): value for name, value in response_headers}.get("x-harness-sim-model")
+        if not model or not self._provenance:
+            return
+        seen = [m for m in str(self._provenance.get("simulator_model") or "").split(", ") if m]
+        if model not in seen:
+            self._provenance["simulator_model"] = ", ".join([*seen, model])
 
     # -- installing -----------------------------------------------------------------------------------------
     @contextlib.contextmanager

@@ -15,7 +15,8 @@ from typing import Any
 
 REQUEST_HEADERS_KEPT = frozenset({"anthropic-version", "anthropic-beta", "content-type"})
 RESPONSE_HEADERS_KEPT = frozenset(
-    {"content-type", "request-id", "retry-after", "retry-after-ms", "x-should-retry", "x-harness-simulator"}
+    {"content-type", "request-id", "retry-after", "retry-after-ms", "x-should-retry", "x-harness-simulator",
+     "x-harness-sim-model"}
 )
 RESPONSE_HEADER_PREFIXES_KEPT = ("anthropic-ratelimit-",)
 

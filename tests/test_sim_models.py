@@ -1,0 +1,238 @@
+"""Simulator models for a user's own agent: sim-auto, scripts, function models, and how names pick them.
+
+The agent is `tests/unseen_agent.py`, whose tools no scripted policy knows.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import jsonschema
+import pytest
+
+from harness import cli
+from harness.sim import SimulatedApiError, Simulator
+from tests.unseen_agent import SCHEMAS, TOOLS, run_agent
+
+ASK = {"max_tokens": 1024, "tools": TOOLS, "messages": [{"role": "user", "content": "Order a rake"}]}
+
+
+@pytest.fixture
+def sim() -> Any:
+    with Simulator() as running:
+        yield running
+
+
+@pytest.fixture
+def client(sim: Simulator) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=sim.base_url, api_key="sim-key", max_retries=0)
+
+
+def _calls(message: Any) -> list[tuple[str, Any]]:
+    return [(block.name, block.input) for block in message.content if block.type == "tool_use"]
+
+
+def _valid(name: str, tool_input: Any) -> bool:
+    validator = jsonschema.Draft202012Validator(SCHEMAS[name], format_checker=jsonschema.FormatChecker())
+    return not list(validator.iter_errors(tool_input))
+
+
+# -- model names ---------------------------------------------------------------------------------------------
+
+def test_an_unclaimed_claude_model_id_is_answered_by_sim_auto_and_says_so(client: anthropic.Anthropic) -> None:
+    raw = client.messages.with_raw_response.create(model="claude-sonnet-5", **ASK)
+    assert raw.headers["x-harness-sim-model"] == "sim-auto"
+    message = raw.parse()
+    assert message.stop_reason == "tool_use"
+    assert [name for name, _ in _calls(message)] == [tool["name"] for tool in TOOLS]
+    no_tools = client.messages.create(model="claude-sonnet-5", max_tokens=100,
+                                      messages=[{"role": "user", "content": "hello there"}])
+    assert no_tools.stop_reason == "end_turn"
+    assert "sim-auto" in no_tools.content[0].text and not no_tools.content[0].text.startswith("You said")
+
+
+def test_a_name_that_is_neither_gets_the_real_404_listing_the_simulator_models(client: anthropic.Anthropic) -> None:
+    for name in ("gpt-5", "sim-autopilot", "sim-dayflow:serial", "sim-auto:fast"):
+        with pytest.raises(anthropic.NotFoundError) as caught:
+            client.messages.create(model=name, **ASK)
+        error = caught.value.body["error"]
+        assert error["type"] == "not_found_error"
+        assert error["message"].startswith(f"model: {name} ")
+        assert "sim-auto" in error["message"] and "sim-dayflow" in error["message"]
+
+
+def test_the_default_model_answers_claude_ids_and_a_bad_one_is_refused() -> None:
+    with Simulator(model="sim-auto:serial") as sim:
+        client = anthropic.Anthropic(base_url=sim.base_url, api_key="k", max_retries=0)
+        raw = client.messages.with_raw_response.create(model="claude-opus-4-1-20250805", **ASK)
+        assert raw.headers["x-harness-sim-model"] == "sim-auto:serial"
+        assert len(_calls(raw.parse())) == 1
+    with pytest.raises(Exception, match="unknown simulator model 'sim-nope'"):
+        Simulator(model="sim-nope")
+
+
+# -- sim-auto -------------------------------------------------------------------------------------------------
+
+def test_sim_auto_calls_each_tool_once_in_parallel_then_quotes_every_result(client: anthropic.Anthropic) -> None:
+    replies = run_agent(client, "Order a rake")
+    assert [reply.stop_reason for reply in replies] == ["tool_use", "end_turn"]
+    for name, tool_input in _calls(replies[0]):
+        assert _valid(name, tool_input), (name, tool_input)
+    answer = replies[-1].content[0].text
+    assert "search_products returned" in answer and "schedule_delivery returned" in answer
+    assert "create_order" in answer
+    assert run_agent(client, "Order a rake")[0].model_dump() == replies[0].model_dump()  # deterministic
+
+
+def test_sim_auto_options_serial_rounds_and_until_corrected(client: anthropic.Anthropic) -> None:
+    serial = run_agent(client, "Order a rake", model="sim-auto:serial,rounds=2")
+    assert [len(_calls(reply)) for reply in serial] == [1, 1, 1, 1, 1, 1, 0]
+    assert [_calls(r)[0][0] for r in serial[:3]] == ["search_products", "create_order", "schedule_delivery"]
+    for reply in serial[:-1]:
+        assert all(_valid(name, tool_input) for name, tool_input in _calls(reply))
+    assert serial[-1].stop_reason == "end_turn"
+
+    fixed = run_agent(client, "Order a rake", model="sim-auto:until-corrected", max_steps=12)
+    orders = [tool_input for reply in fixed for name, tool_input in _calls(reply) if name == "create_order"]
+    assert fixed[-1].stop_reason == "end_turn"
+    # each failed order (more than 5 of an item) was tried again with a new input, until one went through
+    outcomes = [max(item["quantity"] for item in order["items"]) > 5 for order in orders]
+    assert outcomes[-1] is False or len(orders) == 3
+    assert all(outcomes[:-1])
+
+
+def test_sim_auto_honours_tool_choice_and_disable_parallel_tool_use(client: anthropic.Anthropic) -> None:
+    none = client.messages.create(model="claude-sonnet-5", tool_choice={"type": "none"}, **ASK)
+    assert none.stop_reason == "end_turn" and not _calls(none)
+    named = client.messages.create(model="claude-sonnet-5", tool_choice={"type": "tool", "name": "schedule_delivery"},
+                                   **ASK)
+    assert [name for name, _ in _calls(named)] == ["schedule_delivery"]
+    assert named.content[0].type == "tool_use"  # forced: no text before the call, as the API does
+    single = client.messages.create(model="claude-sonnet-5",
+                                    tool_choice={"type": "auto", "disable_parallel_tool_use": True}, **ASK)
+    assert len(_calls(single)) == 1
+    # `any` must call a tool even once every tool has been called
+    replies = run_agent(client, "Order a rake", tool_choice={"type": "any"}, max_steps=3)
+    assert all(reply.stop_reason == "tool_use" for reply in replies)
+
+
+def test_sim_auto_thinking_stream_stop_sequences_and_max_tokens(client: anthropic.Anthropic) -> None:
+    thinking = {"type": "enabled", "budget_tokens": 1024}
+    plain = client.messages.create(model="claude-sonnet-5", thinking=thinking, **{**ASK, "max_tokens": 4096})
+    assert plain.content[0].type == "thinking" and plain.content[0].signature
+    with client.messages.stream(model="claude-sonnet-5", thinking=thinking, **{**ASK, "max_tokens": 4096}) as events:
+        streamed = events.get_final_message()
+    assert streamed.model_dump() == plain.model_dump()
+    assert plain.usage.input_tokens > 0 and plain.usage.output_tokens > 0
+
+    question = {"role": "user", "content": "What now?"}
+    stopped = client.messages.create(model="claude-sonnet-5", max_tokens=200, stop_sequences=["answering"],
+                                     messages=[question])
+    assert stopped.stop_reason == "stop_sequence" and stopped.stop_sequence == "answering"
+    cut = client.messages.create(model="claude-sonnet-5", max_tokens=3, messages=[question])
+    assert cut.stop_reason == "max_tokens" and cut.usage.output_tokens == 3
+
+
+# -- function models ------------------------------------------------------------------------------------------
+
+def _decide(request: dict[str, Any]) -> dict[str, Any]:
+    results = [block for message in request["messages"] if isinstance(message["content"], list)
+               for block in message["content"] if block.get("type") == "tool_result"]
+    if not results:
+        return {"content": [{"type": "tool_use", "name": "create_order",
+                             "input": {"customer": {"id": "C00001", "email": "a@example.com"},
+                                       "items": [{"sku": "SKU-0001", "quantity": 9}],
+                                       "shipping": "pickup", "priority": "low"}}]}
+    if results[-1].get("is_error"):
+        if "overload" not in json.dumps(request.get("metadata") or {}):
+            return {"content": [{"type": "tool_use", "name": "create_order",
+                                 "input": {"customer": {"id": "C00001", "email": "a@example.com"},
+                                           "items": [{"sku": "SKU-0001", "quantity": 5}],
+                                           "shipping": "pickup", "priority": "low"}}]}
+        raise SimulatedApiError(529, "overloaded_error", "Overloaded")
+    return {"content": f"Ordered: {results[-1]['content']}", "usage": {"output_tokens": 7}}
+
+
+@pytest.mark.simulator(model=_decide)
+def test_a_function_model_decides_each_turn(simulator: Simulator) -> None:
+    client = anthropic.Anthropic(base_url=simulator.base_url, api_key="k", max_retries=0)
+    replies = run_agent(client, "Order nine rakes")
+    assert [reply.stop_reason for reply in replies] == ["tool_use", "tool_use", "end_turn"]
+    assert replies[-1].content[0].text == 'Ordered: {"order_id": "ORD-7", "items": 1}'
+    assert replies[-1].usage.output_tokens == 7
+    assert [served.model for served in simulator.served] == ["sim-function"] * 3
+    with pytest.raises(anthropic.InternalServerError, match="Overloaded"):
+        run_agent(client, "Order nine rakes", metadata={"user_id": "overload"})
+
+
+# -- scripts --------------------------------------------------------------------------------------------------
+
+SCRIPT = """\
+name: order-fix
+turns:
+  - fault: 529
+  - text: Let me order that.
+    tool_use: {name: create_order, input: {customer: {id: C00001, email: a@example.com},
+               items: [{sku: SKU-0001, quantity: 9}], shipping: pickup, priority: low}}
+  - when: {last_tool_result_is_error: true, last_tool_result_contains: only 5 in stock}
+    thinking: Only five are in stock; order five.
+    tool_use: {name: create_order, input: {customer: {id: C00001, email: a@example.com},
+               items: [{sku: SKU-0001, quantity: 5}], shipping: pickup, priority: low}}
+  - when: {tool_offered: create_order}
+    text: Ordered five rakes, the most in stock.
+    usage: {output_tokens: 9}
+"""
+
+
+def test_a_script_drives_the_agent_through_an_error_and_its_correction(tmp_path: Path) -> None:
+    script = tmp_path / "order_fix.yaml"
+    script.write_text(SCRIPT)
+    with Simulator(scripts=[script]) as sim:
+        client = anthropic.Anthropic(base_url=sim.base_url, api_key="k", max_retries=2)
+        replies = run_agent(client, "Order nine rakes")
+        again = run_agent(client, "Order nine rakes")  # a new conversation plays the script again
+    assert [reply.stop_reason for reply in replies] == ["tool_use", "tool_use", "end_turn"]
+    first, second = _calls(replies[0])[0][1], _calls(replies[1])[0][1]
+    assert first["items"][0]["quantity"] == 9 and second["items"][0]["quantity"] == 5
+    assert replies[1].content[0].type == "thinking"
+    assert replies[-1].content[0].text == "Ordered five rakes, the most in stock."
+    assert replies[-1].usage.output_tokens == 9
+    assert [r.model_dump() for r in again] == [r.model_dump() for r in replies]
+    assert [(s.status, s.fault, s.model) for s in sim.served[:2]] == [(529, "529", "sim-order-fix"),
+                                                                      (200, None, "sim-order-fix")]
+
+
+def test_a_script_turn_calling_a_tool_not_offered_is_refused_like_the_api(tmp_path: Path) -> None:
+    script = tmp_path / "s.yaml"
+    script.write_text("turns:\n  - tool_use: {name: launch_rocket}\n")
+    with Simulator(scripts=[script]) as sim:
+        client = anthropic.Anthropic(base_url=sim.base_url, api_key="k", max_retries=0)
+        with pytest.raises(anthropic.BadRequestError) as caught:
+            client.messages.create(model="sim-s", **ASK)
+    message = caught.value.body["error"]["message"]
+    assert "$.turns[0]" in message and "'launch_rocket'" in message and "create_order" in message
+
+
+BAD_SCRIPTS = {
+    "turns: []\n": ("$.turns", "should be non-empty"),
+    "turns:\n  - text: hi\n  - stop_reason: done\n    text: x\n": ("$.turns[1].stop_reason", "'done' is not one of"),
+    "turns:\n  - fault: 529\n    text: hi\n": ("$.turns[0]", "replaces the answer; remove text"),
+    "turns:\n  - tool_use: {input: {}}\n": ("$.turns[0].tool_use", "'name' is a required property"),
+    "turns:\n  - text: [unclosed\n": ("line 3", "not valid YAML"),
+    "name: dayflow\nturns:\n  - text: hi\n": ("$.name", "built-in simulator model"),
+}
+
+
+@pytest.mark.parametrize("text", BAD_SCRIPTS, ids=range(len(BAD_SCRIPTS)))
+def test_a_bad_script_exits_2_naming_the_file_the_place_and_the_reason(
+    text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "bad.yaml"
+    script.write_text(text)
+    assert cli.main(["sim", "--port", "0", "--quiet", "--script", str(script)]) == 2
+    err = capsys.readouterr().err
+    place, reason = BAD_SCRIPTS[text]
+    assert str(script) in err and place in err and reason in err, err
