@@ -221,6 +221,7 @@ BAD_SCRIPTS = {
     "turns:\n  - text: hi\n  - stop_reason: done\n    text: x\n": ("$.turns[1].stop_reason", "'done' is not one of"),
     "turns:\n  - fault: 529\n    text: hi\n": ("$.turns[0]", "replaces the answer; remove text"),
     "turns:\n  - tool_use: {input: {}}\n": ("$.turns[0].tool_use", "'name' is a required property"),
+    "turns:\n  - when: {turn: 2}\n": ("$.turns[0]", "a turn needs at least one of text"),
     "turns:\n  - text: [unclosed\n": ("line 3", "not valid YAML"),
     "name: dayflow\nturns:\n  - text: hi\n": ("$.name", "built-in simulator model"),
 }

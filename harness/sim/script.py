@@ -115,6 +115,9 @@ class Script:
 
 def _turn(position: int, raw: dict[str, Any], path: Path) -> Turn:
     where = f"$.turns[{position}]"
+    if not set(raw) & {"text", "tool_use", "thinking", "error", "fault"}:
+        raise ScriptError("a turn needs at least one of text, tool_use, thinking, error or fault", file=path,
+                          where=where)
     when, repeat = dict(raw.get("when") or {}), bool(raw.get("repeat", False))
     if "error" in raw:
         others = sorted(set(raw) - {"error", "when", "repeat"})
