@@ -5,7 +5,9 @@ The agent is `tests/unseen_agent.py`, whose tools no scripted policy knows.
 
 from __future__ import annotations
 
+import argparse
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,8 @@ import pytest
 
 from harness import cli
 from harness.sim import SimulatedApiError, Simulator
+from harness.sim import cli as sim_cli
+from harness.sim.script import load_script
 from tests.unseen_agent import SCHEMAS, TOOLS, run_agent
 
 ASK = {"max_tokens": 1024, "tools": TOOLS, "messages": [{"role": "user", "content": "Order a rake"}]}
@@ -237,3 +241,39 @@ def test_a_bad_script_exits_2_naming_the_file_the_place_and_the_reason(
     err = capsys.readouterr().err
     place, reason = BAD_SCRIPTS[text]
     assert str(script) in err and place in err and reason in err, err
+
+
+def test_the_readme_script_example_is_a_valid_script(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("### Simulator models for your own agent", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    script = tmp_path / "example.yaml"
+    script.write_text("\n".join(line.removeprefix("  ") for line in example.splitlines()))
+    loaded = load_script(script)
+    assert loaded.name == "order-fix" and len(loaded.turns) == 5
+
+
+def test_harness_sim_serves_scripts_and_a_default_model(tmp_path: Path) -> None:
+    script = tmp_path / "greeter.yaml"
+    script.write_text("turns:\n  - text: Hello from the script.\n    repeat: true\n")
+    url_file = tmp_path / "sim.url"
+    parser = argparse.ArgumentParser()
+    sim_cli.add_arguments(parser)
+    args = parser.parse_args(["--port", "0", "--url-file", str(url_file), "--max-requests", "2", "--quiet",
+                              "--script", str(script), "--default-model", "sim-auto:serial"])
+    thread = threading.Thread(target=sim_cli.run, args=(args,), daemon=True)
+    thread.start()
+    ready = threading.Event()
+    for _ in range(400):
+        if url_file.exists() and url_file.read_text().strip():
+            ready.set()
+            break
+        ready.wait(0.025)
+    assert ready.is_set(), "harness sim never wrote its URL"
+    client = anthropic.Anthropic(base_url=url_file.read_text().strip(), api_key="k", max_retries=0)
+    by_default = client.messages.with_raw_response.create(model="claude-haiku-4-5", **ASK)
+    assert by_default.headers["x-harness-sim-model"] == "sim-auto:serial" and len(_calls(by_default.parse())) == 1
+    scripted = client.messages.create(model="sim-greeter", **ASK)
+    assert scripted.content[0].text == "Hello from the script." and scripted.stop_reason == "end_turn"
+    thread.join(timeout=10)
+    assert not thread.is_alive()

@@ -2,13 +2,15 @@
 
 POST /v1/messages (with or without ?beta=true) and POST /v1/messages/count_tokens; GET /health for
 scripts that wait for it. Each /v1/messages request gets the next index (0-based); a fault registered
-at that index fires instead of (or around) the normal answer. Otherwise: auth, validation, policy,
+at that index fires instead of (or around) the normal answer. Otherwise: auth, validation, the model
+(`harness.sim.models`; a script's turn may ask for a fault too),
 then JSON or an SSE stream sent event by event with a flush after each (chunked framing). A request
 with `thread` (the message-threads beta) is answered from the conversation the server holds for it;
 see `harness.sim.threads`.
 
 Headers copy the real service's (request-id, anthropic-ratelimit-*, x-should-retry on errors) plus
-`x-harness-simulator: 1` and `x-harness-sim-policy`. Rate-limit reset times use the simulated clock
+`x-harness-simulator: 1`, `x-harness-sim-model` (the simulator model that answered, e.g. sim-auto) and
+`x-harness-sim-policy` (its bare name). Rate-limit reset times use the simulated clock
 (`SIMULATED_NOW`) rather than the wall clock, so recorded headers stay the same from run to run.
 """
 
