@@ -209,6 +209,19 @@ def test_a_script_drives_the_agent_through_an_error_and_its_correction(tmp_path:
                                                                       (200, None, "sim-order-fix")]
 
 
+def test_a_script_with_no_turn_left_says_so_and_is_not_retried(tmp_path: Path) -> None:
+    script = tmp_path / "short.yaml"
+    script.write_text("turns:\n  - tool_use: {name: search_products,\n"
+                      "               input: {query: rake, category: garden, filters: {price: {max: 10}}}}\n")
+    with Simulator(scripts=[script]) as sim:
+        client = anthropic.Anthropic(base_url=sim.base_url, api_key="k", max_retries=2)
+        with pytest.raises(anthropic.InternalServerError) as caught:
+            run_agent(client, "Find a rake", model="sim-short")
+    assert "no turn left for this request (turn 2 of the conversation)" in caught.value.body["error"]["message"]
+    assert str(script) in caught.value.body["error"]["message"]
+    assert len(sim.served) == 2  # x-should-retry: false, so the SDK did not retry
+
+
 def test_a_script_turn_calling_a_tool_not_offered_is_refused_like_the_api(tmp_path: Path) -> None:
     script = tmp_path / "s.yaml"
     script.write_text("turns:\n  - tool_use: {name: launch_rocket}\n")

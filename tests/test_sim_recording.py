@@ -98,3 +98,26 @@ def test_a_bad_simulator_option_is_a_usage_error_naming_the_file(project: pytest
     result = project.runpytest("--simulator=sim-nothing")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*unknown simulator model 'sim-nothing'*"])
+
+
+FUNCTION_TEST = '''
+import pytest
+from unseen_agent import run_agent
+
+def answer(request):
+    return {"content": "Nothing to order today."}
+
+@pytest.mark.simulator(model=answer)
+@pytest.mark.cassette
+def test_order(anthropic_client, simulator):
+    replies = run_agent(anthropic_client, "Order a rake")
+    assert replies[-1].content[0].text == "Nothing to order today."
+    assert [served.model for served in simulator.served] == ["sim-function"]
+'''
+
+
+def test_the_simulator_fixture_serves_anthropic_client(project: pytest.Pytester) -> None:
+    project.makepyfile(test_order=FUNCTION_TEST)
+    project.runpytest("--record-mode=once").assert_outcomes(passed=1)
+    cassette = load_cassette(project.path / "cassettes" / "test_order" / "test_order.yaml")
+    assert cassette.meta["source"] == "simulator" and cassette.meta["simulator_model"] == "sim-function"
