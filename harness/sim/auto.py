@@ -70,7 +70,9 @@ def answer(conversation: Conversation, options: AutoOptions, seed: int) -> Reply
     choice = conversation.body.get("tool_choice")
     choice = choice if isinstance(choice, dict) else {}
     kind = choice.get("type", "auto")
-    tools = conversation.tools
+    # Server tools (web search, code execution...) run on the API's side and have no input_schema:
+    # a model never hands them to the client, so sim-auto calls only the client's own tools.
+    tools = [tool for tool in conversation.tools if isinstance(tool.get("input_schema"), dict)]
     if kind == "tool":
         tools = [tool for tool in tools if tool["name"] == choice.get("name")]
     if kind == "none" or not tools:

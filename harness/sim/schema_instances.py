@@ -25,6 +25,7 @@ import math
 import random
 import re
 import string
+import threading
 from typing import Any
 
 from jsonschema import FormatChecker
@@ -71,8 +72,9 @@ def seed_of(*parts: Any) -> int:
 
 def instance_for(schema: Any, *seed_parts: Any) -> Any:
     """A value valid against `schema`, the same for the same schema and seed parts."""
-    rng = random.Random(seed_of(schema, *seed_parts))
-    validator, resolver = _prepared(json.dumps(schema, sort_keys=True))
+    schema_json = json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    rng = random.Random(seed_of(schema_json, *seed_parts))
+    validator, resolver = _prepared(schema_json)
     maker = _Maker(rng, resolver)
     reason = "no attempt made"
     for _ in range(_ATTEMPTS):
@@ -101,7 +103,22 @@ def _prepared(schema_json: str) -> tuple[Any, Any]:
     validator = validator_class(schema, format_checker=FormatChecker())
     resource = Resource.from_contents(schema, default_specification=DRAFT202012) if isinstance(schema, dict) else None
     registry: Registry[Any] = Registry().with_resource("urn:harness-tool", resource) if resource else Registry()
-    return validator, registry.resolver(base_uri="urn:harness-tool")
+    return validator, _Resolver(registry.resolver(base_uri="urn:harness-tool"))
+
+
+class _Resolver:
+    """`$ref` lookups from the schema's root, each resolved once (a tool's schema comes on every turn)."""
+
+    def __init__(self, resolver: Any) -> None:
+        self._resolver = resolver
+        self._found: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def lookup(self, ref: str) -> Any:
+        with self._lock:
+            if ref not in self._found:
+                self._found[ref] = self._resolver.lookup(ref).contents
+            return self._found[ref]
 
 
 class _Impossible(Exception):
@@ -137,7 +154,7 @@ class _Maker:
         """One schema with $ref, allOf and a chosen anyOf/oneOf branch merged in."""
         for _ in range(_MAX_DEPTH * 4):
             if "$ref" in schema:
-                resolved = self.resolver.lookup(schema["$ref"]).contents
+                resolved = self.resolver.lookup(schema["$ref"])
                 rest = {k: v for k, v in schema.items() if k != "$ref"}
                 schema = _merge(resolved if isinstance(resolved, dict) else {}, rest)
             elif "allOf" in schema:
@@ -317,10 +334,15 @@ _REPEAT_CAP = 4
 def _from_regex(pattern: str, rng: random.Random) -> str:
     """A string that `re.search(pattern, ...)` matches, built from the parsed pattern."""
     try:
-        parsed = re._parser.parse(pattern)  # type: ignore[attr-defined]
+        parsed = _parse_regex(pattern)
     except re.error as err:
         raise _Impossible(f"pattern {pattern!r} is not a regular expression: {err}") from None
     return "".join(_emit(parsed, rng))
+
+
+@functools.lru_cache(maxsize=512)
+def _parse_regex(pattern: str) -> Any:
+    return re._parser.parse(pattern)  # type: ignore[attr-defined]
 
 
 def _category_chars(category: Any) -> str:
