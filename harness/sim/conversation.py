@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.sim.faults import Fault
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -21,7 +23,7 @@ class Reply:
     output_tokens: int | None = None  # overrides the count taken from the content (max_tokens cut-offs)
     context_window: int | None = None  # usage shows input + output filling a window of this many tokens
     usage: dict[str, Any] | None = None  # fields that replace the computed usage (a script or function says so)
-    fault: Any = None  # a harness.sim.faults.Fault to carry this answer out with (a script's turn)
+    fault: Fault | None = None  # carry this answer out with a fault (a script's turn); no content: it replaces it
 
 
 def text_block(text: str) -> dict[str, Any]:

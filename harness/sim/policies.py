@@ -2,8 +2,7 @@
 
 `echo` answers "You said: ..." and is only ever chosen by name (`sim-echo`): a Claude model id no
 policy claims is answered by `sim-auto`. The misbehaving policies exist to trip the agent loop's
-guards: `repeat` (same tool call forever),
-`max-tokens`, `refuse`, `pause-turn` and `context-window`.
+guards: `repeat` (same tool call forever), `max-tokens`, `refuse`, `pause-turn` and `context-window`.
 """
 
 from __future__ import annotations
