@@ -99,13 +99,42 @@ def test_sim_auto_options_serial_rounds_and_until_corrected(client: anthropic.An
         assert all(_valid(name, tool_input) for name, tool_input in _calls(reply))
     assert serial[-1].stop_reason == "end_turn"
 
-    fixed = run_agent(client, "Order a rake", model="sim-auto:until-corrected", max_steps=12)
-    orders = [tool_input for reply in fixed for name, tool_input in _calls(reply) if name == "create_order"]
-    assert fixed[-1].stop_reason == "end_turn"
-    # each failed order (more than 5 of an item) was tried again with a new input, until one went through
-    outcomes = [max(item["quantity"] for item in order["items"]) > 5 for order in orders]
-    assert outcomes[-1] is False or len(orders) == 3
-    assert all(outcomes[:-1])
+
+
+def _after_results(reply: Any, failing: set[str]) -> list[dict[str, Any]]:
+    """The assistant turn `reply` and the user turn answering its calls, `failing` tools with is_error."""
+    results = []
+    for block in reply.content:
+        if block.type == "tool_use":
+            failed = block.name in failing
+            results.append({"type": "tool_result", "tool_use_id": block.id,
+                            "content": f"{block.name} {'failed' if failed else 'ok'}",
+                            **({"is_error": True} if failed else {})})
+    assistant = [block.model_dump(exclude_none=True) for block in reply.content]
+    return [{"role": "assistant", "content": assistant}, {"role": "user", "content": results}]
+
+
+def test_until_corrected_calls_a_failed_tool_again_and_answers_once_it_succeeds(client: anthropic.Anthropic) -> None:
+    model = "sim-auto:until-corrected"
+    first = client.messages.create(model=model, **ASK)
+    messages = [*ASK["messages"], *_after_results(first, {"create_order"})]
+    retry = client.messages.create(model=model, **{**ASK, "messages": messages})
+    assert [name for name, _ in _calls(retry)] == ["create_order"]
+    assert _calls(retry)[0][1] != _calls(first)[1][1] and _valid("create_order", _calls(retry)[0][1])
+    corrected = [*messages, *_after_results(retry, set())]
+    answer = client.messages.create(model=model, **{**ASK, "messages": corrected})
+    assert answer.stop_reason == "end_turn"
+    assert "create_order failed (is_error): create_order failed" in answer.content[0].text
+    assert answer.content[0].text.endswith("- create_order returned: create_order ok")
+    # without the option, a failed call is reported in the answer, not made again
+    plain = client.messages.create(model="sim-auto", **{**ASK, "messages": messages})
+    assert plain.stop_reason == "end_turn" and "create_order failed (is_error)" in plain.content[0].text
+    # a tool that keeps failing is given up after three tries
+    for _ in range(2):
+        retry = client.messages.create(model=model, **{**ASK, "messages": messages})
+        assert [name for name, _ in _calls(retry)] == ["create_order"]
+        messages = [*messages, *_after_results(retry, {"create_order"})]
+    assert client.messages.create(model=model, **{**ASK, "messages": messages}).stop_reason == "end_turn"
 
 
 def test_sim_auto_honours_tool_choice_and_disable_parallel_tool_use(client: anthropic.Anthropic) -> None:
