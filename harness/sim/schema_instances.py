@@ -11,9 +11,11 @@ with items, prefixItems, contains, min/maxItems and uniqueItems, `$ref` into `$d
 Why not a library: hypothesis-jsonschema 0.23.1 (its last release, 2024) fails on current Hypothesis
 (`'many' object has no attribute 'more'`), and Hypothesis draws are not meant to be taken one at a
 time from a seed at request time; jsf 0.11.2 seeds only through the global `random` and Faker state
-(unsafe in a threaded server), imports pydantic and Faker (1.2 s) and takes 33 ms an instance, and
-misses required-but-undeclared properties, minProperties and prefixItems. What a library does best
-here, validating and resolving references, is done by jsonschema and referencing.
+(unsafe in a threaded server), imports pydantic and Faker (1.2 s), takes 4 ms an instance of the test
+agent's create_order schema (this module: 1.6 ms, the validation included; `python -m bench.sim_auto`),
+and produced invalid instances for required-but-undeclared properties, minProperties and prefixItems.
+What a library does best here, validating and resolving references, is done by jsonschema and
+referencing.
 """
 
 from __future__ import annotations
