@@ -20,6 +20,7 @@ import email.policy
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +45,19 @@ def _boundary(raw: bytes) -> bytes | None:
     return boundary if raw.rstrip(b"\r\n").endswith(b"--" + boundary + b"--") else None
 
 
-def parse_parts(raw: bytes) -> list[dict[str, Any]] | None:
-    """The parts of a multipart/form-data body as stored in a cassette (content inline), or None when
-    `raw` is not one."""
+@dataclass(frozen=True)
+class Part:
+    """One part of a multipart/form-data body, as sent."""
+
+    name: str
+    filename: str | None
+    content_type: str | None
+    headers: dict[str, str]  # any part headers besides Content-Disposition and Content-Type
+    content: bytes
+
+
+def split_parts(raw: bytes) -> list[Part] | None:
+    """The parts of a multipart/form-data body, or None when `raw` is not one."""
     boundary = _boundary(raw)
     if boundary is None:
         return None
@@ -54,20 +65,36 @@ def parse_parts(raw: bytes) -> list[dict[str, Any]] | None:
     message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + raw)
     if not message.is_multipart():
         return None
-    return [_stored_part(part) for part in message.iter_parts()]
+    parts = []
+    for part in message.iter_parts():
+        filename = part.get_filename()
+        parts.append(Part(
+            name=str(part.get_param("name", header="content-disposition") or ""),
+            filename=str(filename) if filename is not None else None,
+            content_type=str(part["content-type"]) if "content-type" in part else None,
+            headers={name.lower(): str(value) for name, value in part.items()
+                     if name.lower() not in _PART_HEADERS_NAMED},
+            content=part.get_payload(decode=True) or b"",
+        ))
+    return parts
 
 
-def _stored_part(part: Any) -> dict[str, Any]:
-    content: bytes = part.get_payload(decode=True) or b""
-    stored: dict[str, Any] = {"name": part.get_param("name", header="content-disposition") or ""}
-    filename = part.get_filename()
-    if filename is not None:
-        stored["filename"] = str(filename)
-    if "content-type" in part:
-        stored["content_type"] = str(part["content-type"])
-    extra = {name.lower(): str(value) for name, value in part.items() if name.lower() not in _PART_HEADERS_NAMED}
-    if extra:
-        stored["headers"] = extra
+def parse_parts(raw: bytes) -> list[dict[str, Any]] | None:
+    """The parts of a multipart/form-data body as stored in a cassette (content inline), or None when
+    `raw` is not one."""
+    parts = split_parts(raw)
+    return None if parts is None else [_stored_part(part) for part in parts]
+
+
+def _stored_part(part: Part) -> dict[str, Any]:
+    content = part.content
+    stored: dict[str, Any] = {"name": part.name}
+    if part.filename is not None:
+        stored["filename"] = part.filename
+    if part.content_type is not None:
+        stored["content_type"] = part.content_type
+    if part.headers:
+        stored["headers"] = part.headers
     stored["sha256"] = hashlib.sha256(content).hexdigest()
     stored["size"] = len(content)
     text = _as_text(content)
