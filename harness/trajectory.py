@@ -383,6 +383,8 @@ class Trajectory:
         skipped: list[dict[str, Any]] = []
         for position, interaction in enumerate(cassette.interactions):
             exchange, why_not = _exchange_of_interaction(position, interaction)
+            if exchange is None and _is_batch_call(interaction):
+                continue  # read below: each result of a batch becomes a run, named by its custom_id
             if exchange is None:
                 skipped.append({"interaction": position, "reason": why_not})
             else:
@@ -784,6 +786,10 @@ def _attach_results(run: Run) -> None:
 
 
 # --- reading cassettes ---------------------------------------------------------------------------------------
+
+
+def _is_batch_call(interaction: Mapping[str, Any]) -> bool:
+    return str((interaction.get("request") or {}).get("path", "")).startswith("/v1/messages/batches")
 
 
 def _exchange_of_interaction(position: int, interaction: Mapping[str, Any]) -> tuple[Exchange | None, str]:

@@ -220,3 +220,29 @@ def test_a_multipart_body_kept_as_base64_by_a_foreign_recorder_is_stored_as_part
     (part,) = stored["parts"]
     assert part["filename"] == "a.pdf" and base64.b64decode(part["base64"]) == b"%PDF-\x00\xff"
     assert part["sha256"] == hashlib.sha256(b"%PDF-\x00\xff").hexdigest()
+
+
+def test_a_batch_eval_judges_each_custom_id_as_a_run(tmp_path: Path) -> None:
+    import json
+
+    from harness.cli import main
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'batch-eval'\n")
+    with Simulator() as sim, use_cassette(tmp_path / "batch.yaml", mode="once"):
+        batch_run(sim.base_url, [])
+
+    def golden(name: str, run: str, contains: str) -> Path:
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"name": name, "cassettes": ["batch.yaml"], "run": run, "checks": [
+            {"check": "outcome", "params": {"stop_reason": "end_turn"}},
+            {"check": "final_answer", "params": {"contains": [contains]}}]}))
+        return path
+
+    results = tmp_path / "results.json"
+    assert main(["eval", str(golden("second", "question-1", "Q1?")), "--json", str(results)]) == 0
+    (case,) = json.loads(results.read_text())["cases"]
+    assert all(check["passed"] and check["step"] == 2 for check in case["checks"])  # question-1 is step 2
+    assert main(["eval", str(golden("wrong", "question-2", "Q1?")), "--json", str(results)]) == 1
+    (case,) = json.loads(results.read_text())["cases"]
+    failed = next(check for check in case["checks"] if not check["passed"])
+    assert failed["step"] == 3 and "Q1?" in failed["reason"]  # question-2's run is step 3 of the file
