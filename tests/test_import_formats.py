@@ -139,3 +139,32 @@ def test_an_unknown_format_is_named_with_the_first_keys_seen(content: str, named
     with pytest.raises(HarnessError) as raised:
         import_file(source)
     assert "not a cassette format this importer knows" in raised.value.reason and named in raised.value.reason
+
+
+UPLOAD_RESPONSE = {"id": "file_011", "type": "file", "filename": "notes.txt", "mime_type": "text/plain",
+                   "size_bytes": 6, "created_at": "2025-05-01T00:00:00Z", "downloadable": False}
+
+
+@pytest.mark.parametrize("encoding", ["base64 string", "raw text"])
+def test_a_foreign_files_upload_imports_as_parts_and_replays_through_the_sdk(encoding: str, tmp_path: Path) -> None:
+    import base64
+
+    boundary = "a1b2c3d4e5f6"  # whatever the recorder's client chose; replay sends another
+    raw = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"notes.txt\"\r\n"
+           f"Content-Type: text/plain\r\n\r\nhello\n\r\n--{boundary}--\r\n")
+    body = base64.b64encode(raw.encode()).decode() if encoding == "base64 string" else raw
+    source = tmp_path / "upload.json"
+    source.write_text(json.dumps({"interactions": [{
+        "request": {"method": "POST", "uri": "https://api.anthropic.com/v1/files", "body": body,
+                    "headers": {"content-type": [f"multipart/form-data; boundary={boundary}"]}},
+        "response": {"status": {"code": 200, "message": "OK"}, "headers": {"content-type": ["application/json"]},
+                     "body": {"string": json.dumps(UPLOAD_RESPONSE)}},
+    }]}))
+    (written,) = import_paths([source], tmp_path / "out")
+    request = import_file(source).interactions[0]["request"]
+    assert request["headers"]["content-type"] == "multipart/form-data"
+    assert [(p["name"], p["filename"], p["text"]) for p in request["parts"]] == [("file", "notes.txt", "hello\n")]
+    with use_cassette(written, mode="none") as cassette:
+        client = anthropic.Anthropic(api_key="replay", base_url=OFFLINE, max_retries=0)
+        uploaded = client.beta.files.upload(file=("notes.txt", b"hello\n", "text/plain"))
+    assert uploaded.to_dict(mode="json") == UPLOAD_RESPONSE and cassette.unplayed == []
