@@ -10,10 +10,11 @@ as one run per request.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from harness.trajectory import Exchange
@@ -30,20 +31,46 @@ def wait_for_batch(client: Any, batch_id: str, *, interval: float = 10.0, timeou
     order, so a replay reaches the end as the recording did, at once. `timeout` counts the seconds
     waited (TimeoutError past it).
     """
-    from harness.cassette.recorder import REPLAYED_HEADER  # not at import: trajectories need no SDK
-
     waited = 0.0
     while True:
         response = client.messages.batches.with_raw_response.retrieve(batch_id)
         batch = response.parse()
-        if batch.processing_status == "ended":
+        pause = _pause(batch, response.headers, waited, interval, timeout)
+        if pause is None:
             return batch
-        if REPLAYED_HEADER in response.headers:
-            continue
-        if timeout is not None and waited >= timeout:
-            raise TimeoutError(f"batch {batch_id} is still {batch.processing_status} after {waited:g} s")
-        sleep(interval)
-        waited += interval
+        if pause:
+            sleep(pause)
+            waited += pause
+
+
+async def wait_for_batch_async(client: Any, batch_id: str, *, interval: float = 10.0,
+                               timeout: float | None = None,
+                               sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> Any:
+    """`wait_for_batch` for an `AsyncAnthropic` client."""
+    waited = 0.0
+    while True:
+        response = await client.messages.batches.with_raw_response.retrieve(batch_id)
+        batch = await response.parse()
+        pause = _pause(batch, response.headers, waited, interval, timeout)
+        if pause is None:
+            return batch
+        if pause:
+            await sleep(pause)
+            waited += pause
+
+
+def _pause(batch: Any, headers: Mapping[str, str], waited: float, interval: float,
+           timeout: float | None) -> float | None:
+    """Seconds to wait before the next poll (0 after a replayed one), or None once the batch has ended."""
+    from harness.cassette.recorder import REPLAYED_HEADER  # not at import: trajectories need no SDK
+
+    if batch.processing_status == "ended":
+        return None
+    if REPLAYED_HEADER in headers:
+        return 0.0
+    if timeout is not None and waited >= timeout:
+        raise TimeoutError(f"batch {batch.id} is still {batch.processing_status} after {waited:g} s")
+    return interval
 
 
 def result_lines(response: Mapping[str, Any]) -> list[dict[str, Any]]:

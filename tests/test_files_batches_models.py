@@ -246,3 +246,44 @@ def test_a_batch_eval_judges_each_custom_id_as_a_run(tmp_path: Path) -> None:
     (case,) = json.loads(results.read_text())["cases"]
     failed = next(check for check in case["checks"] if not check["passed"])
     assert failed["step"] == 3 and "Q1?" in failed["reason"]  # question-2's run is step 3 of the file
+
+
+def test_uploads_record_through_harness_proxy_and_replay_through_harness_serve(tmp_path: Path) -> None:
+    from harness.proxy import RecordingProxy
+    from harness.serve import ReplayServer
+
+    path = tmp_path / "proxied.yaml"
+    with Simulator() as sim, RecordingProxy(sim.base_url, path) as proxy:
+        live = files_run(proxy.base_url)
+    assert load_cassette(path).interactions[0]["request"]["parts"][0]["text"] == NOTES.decode()
+    with ReplayServer([path]) as server:  # the simulator is gone; the boundaries are new
+        assert files_run(server.base_url) == live
+
+
+def test_an_async_client_polls_a_batch_to_completion_and_replays_without_waiting(tmp_path: Path) -> None:
+    import asyncio
+
+    from harness.batches import wait_for_batch_async
+
+    path = tmp_path / "async-batch.yaml"
+
+    async def run(base_url: str, waits: list[float]) -> dict[str, Any]:
+        async def sleep(seconds: float) -> None:
+            waits.append(seconds)
+
+        c = anthropic.AsyncAnthropic(api_key="sim", base_url=base_url, max_retries=0)
+        created = await c.messages.batches.create(requests=[
+            {"custom_id": "a", "params": {"model": "sim-echo", "max_tokens": 16,
+                                          "messages": [{"role": "user", "content": "async?"}]}}])
+        ended = await wait_for_batch_async(c, created.id, interval=5.0, sleep=sleep)
+        results = [r.to_dict() async for r in await c.messages.batches.results(created.id)]
+        return {"ended": ended.to_dict(), "results": results}
+
+    live_waits: list[float] = []
+    with Simulator() as sim, use_cassette(path, mode="once"):
+        live = asyncio.run(run(sim.base_url, live_waits))
+    replay_waits: list[float] = []
+    with use_cassette(path, mode="none"):
+        assert asyncio.run(run(OFFLINE, replay_waits)) == live
+    assert live_waits == [5.0] * (POLLS_TO_END - 1) and replay_waits == []
+    assert live["results"][0]["custom_id"] == "a"
