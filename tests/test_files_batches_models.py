@@ -287,3 +287,14 @@ def test_an_async_client_polls_a_batch_to_completion_and_replays_without_waiting
         assert asyncio.run(run(OFFLINE, replay_waits)) == live
     assert live_waits == [5.0] * (POLLS_TO_END - 1) and replay_waits == []
     assert live["results"][0]["custom_id"] == "a"
+
+
+def test_a_key_inside_an_uploaded_text_file_never_reaches_the_disk(tmp_path: Path) -> None:
+    key = "sk-ant-api03-" + "s" * 40
+    path = tmp_path / "secret-upload.yaml"
+    with Simulator() as sim, use_cassette(path, mode="once"):
+        client(sim.base_url).beta.files.upload(file=("env.txt", f"ANTHROPIC_API_KEY={key}\n".encode(), "text/plain"))
+    text = path.read_text()
+    assert key not in text and "ANTHROPIC_API_KEY=[REDACTED]" in text
+    with use_cassette(path, mode="none"):  # matching is by the hash of the bytes sent, so it still replays
+        client(OFFLINE).beta.files.upload(file=("env.txt", f"ANTHROPIC_API_KEY={key}\n".encode(), "text/plain"))
