@@ -298,3 +298,20 @@ def test_a_key_inside_an_uploaded_text_file_never_reaches_the_disk(tmp_path: Pat
     assert key not in text and "ANTHROPIC_API_KEY=[REDACTED]" in text
     with use_cassette(path, mode="none"):  # matching is by the hash of the bytes sent, so it still replays
         client(OFFLINE).beta.files.upload(file=("env.txt", f"ANTHROPIC_API_KEY={key}\n".encode(), "text/plain"))
+
+
+def test_a_downloaded_file_that_looks_like_a_form_keeps_its_bytes(tmp_path: Path) -> None:
+    form = b'--x\r\nContent-Disposition: form-data; name="a"\r\n\r\n1\r\n--x--\r\n'
+    path = tmp_path / "download.yaml"
+
+    def run(base_url: str) -> bytes:
+        c = client(base_url)
+        uploaded = c.beta.files.upload(file=("form.txt", form, "text/plain"))
+        return c.beta.files.download(uploaded.id).read()
+
+    with Simulator() as sim, use_cassette(path, mode="once"):
+        assert run(sim.base_url) == form
+    download = load_cassette(path).interactions[1]["response"]
+    assert "parts" not in download and download["body_text"] == form.decode()
+    with use_cassette(path, mode="none"):
+        assert run(OFFLINE) == form

@@ -39,8 +39,9 @@ def store_body(target: dict[str, Any], raw: bytes | str | None, *, content_type:
     `body_base64`."""
     if raw is None:
         return
-    # "--boundary" opens a multipart body; "LS" opens one some foreign recorders kept as base64.
-    if raw[:2] in (b"--", "--", "LS") and store_multipart(target, raw):
+    # "--boundary" opens a multipart body; "LS" opens one some foreign recorders kept as base64. Parts are a
+    # request's form only: a response (stored with allow_sse, such as a downloaded file) keeps its bytes.
+    if not allow_sse and raw[:2] in (b"--", "--", "LS") and store_multipart(target, raw):
         return
     if isinstance(raw, str):
         text: str | None = raw
