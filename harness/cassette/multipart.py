@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import email.parser
-import email.policy
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
@@ -61,6 +59,9 @@ def split_parts(raw: bytes) -> list[Part] | None:
     boundary = _boundary(raw)
     if boundary is None:
         return None
+    import email.parser  # here, not at the top: every command loads cassettes, few of them hold uploads
+    import email.policy
+
     head = b'Content-Type: multipart/form-data; boundary="' + boundary + b'"\r\n\r\n'
     message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + raw)
     if not message.is_multipart():
