@@ -315,3 +315,30 @@ def test_a_downloaded_file_that_looks_like_a_form_keeps_its_bytes(tmp_path: Path
     assert "parts" not in download and download["body_text"] == form.decode()
     with use_cassette(path, mode="none"):
         assert run(OFFLINE) == form
+
+
+def test_parts_are_cut_exactly_as_the_standard_librarys_full_parser_reads_them() -> None:
+    import email.parser
+    import email.policy
+    import random
+
+    import httpx2
+
+    from harness.cassette.multipart import split_parts
+
+    chooser = random.Random(7)
+    for _ in range(300):
+        data = bytes(chooser.choice(b"\r\n-ab\x00\xff") for _ in range(chooser.randint(0, 80)))
+        filename = chooser.choice(["a.bin", "naïve file.txt", 'q"uote.txt', "x;y.pdf"])
+        request = httpx2.Request("POST", "http://x/", files={"file": (filename, data, "application/octet-stream")},
+                                 data={"purpose": "x\r\ny", "empty": ""})
+        raw = request.read()
+        whole = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+            b"Content-Type: " + request.headers["content-type"].encode() + b"\r\n\r\n" + raw)
+        expected = [(p.get_param("name", header="content-disposition"), p.get_filename(),
+                     p.get_content_type() if "content-type" in p else None, p.get_payload(decode=True) or b"")
+                    for p in whole.iter_parts()]
+        parts = split_parts(raw)
+        assert parts is not None
+        assert [(p.name, p.filename, p.content_type, p.content) for p in parts] == expected
+        assert next(p.content for p in parts if p.name == "file") == data

@@ -7,8 +7,8 @@ boundary. The content is stored readably: as `text` when it is UTF-8 text, else 
 binary part may live beside the cassette (`file:`, relative to the cassette's folder) and its sha256
 is checked whenever the cassette is loaded.
 
-Parsing is the standard library's `email` parser (`BytesParser` with the HTTP policy), which reads
-multipart/form-data like any other multipart type and gives each part's bytes back exactly.
+The body is cut into parts at its delimiters with bytes operations (exact, and linear in the size);
+each part's headers are read by the standard library's `email` header parser.
 """
 
 from __future__ import annotations
@@ -55,19 +55,35 @@ class Part:
 
 
 def split_parts(raw: bytes) -> list[Part] | None:
-    """The parts of a multipart/form-data body, or None when `raw` is not one."""
+    """The parts of a multipart/form-data body, or None when `raw` is not one.
+
+    The body is cut at its delimiters (RFC 2046: CRLF, "--", the boundary) with bytes operations, which
+    keeps a part's content exact and costs milliseconds for a 10 MB upload (the email parser's own
+    multipart reading goes line by line: seconds). Each part's headers are read by the standard
+    library's email header parser (quoting, RFC 2231 filenames).
+    """
     boundary = _boundary(raw)
     if boundary is None:
         return None
     import email.parser  # here, not at the top: every command loads cassettes, few of them hold uploads
     import email.policy
 
-    head = b'Content-Type: multipart/form-data; boundary="' + boundary + b'"\r\n\r\n'
-    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + raw)
-    if not message.is_multipart():
-        return None
+    chunks = (b"\r\n" + raw).split(b"\r\n--" + boundary)
+    if len(chunks) < 3 or chunks[0] or not chunks[-1].startswith(b"--"):
+        return None  # a preamble, no part, or no close delimiter: not what an HTTP client sends
+    headers_of = email.parser.BytesHeaderParser(policy=email.policy.HTTP)
     parts = []
-    for part in message.iter_parts():
+    for chunk in chunks[1:-1]:
+        padding, crlf, rest = chunk.partition(b"\r\n")
+        if not crlf or padding.strip(b" \t"):
+            return None
+        if rest.startswith(b"\r\n"):  # a part without headers
+            head, content = b"", rest[2:]
+        else:
+            head, blank, content = rest.partition(b"\r\n\r\n")
+            if not blank:
+                return None
+        part = headers_of.parsebytes(head + b"\r\n\r\n")
         filename = part.get_filename()
         parts.append(Part(
             name=str(part.get_param("name", header="content-disposition") or ""),
@@ -75,7 +91,7 @@ def split_parts(raw: bytes) -> list[Part] | None:
             content_type=str(part["content-type"]) if "content-type" in part else None,
             headers={name.lower(): str(value) for name, value in part.items()
                      if name.lower() not in _PART_HEADERS_NAMED},
-            content=part.get_payload(decode=True) or b"",
+            content=content,
         ))
     return parts
 
@@ -87,8 +103,7 @@ def parse_parts(raw: bytes) -> list[dict[str, Any]] | None:
     return None if parts is None else [_stored_part(part) for part in parts]
 
 
-def _stored_part(part: Part) -> dict[str, Any]:
-    content = part.content
+def _stored_part(part: Part, *, content: bool = True) -> dict[str, Any]:
     stored: dict[str, Any] = {"name": part.name}
     if part.filename is not None:
         stored["filename"] = part.filename
@@ -96,13 +111,15 @@ def _stored_part(part: Part) -> dict[str, Any]:
         stored["content_type"] = part.content_type
     if part.headers:
         stored["headers"] = part.headers
-    stored["sha256"] = hashlib.sha256(content).hexdigest()
-    stored["size"] = len(content)
-    text = _as_text(content)
+    stored["sha256"] = hashlib.sha256(part.content).hexdigest()
+    stored["size"] = len(part.content)
+    if not content:
+        return stored
+    text = _as_text(part.content)
     if text is not None:
         stored["text"] = text
     else:
-        stored["base64"] = base64.b64encode(content).decode("ascii")
+        stored["base64"] = base64.b64encode(part.content).decode("ascii")
     return stored
 
 
@@ -163,8 +180,10 @@ def match_body(parts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 def match_body_of(raw: bytes) -> dict[str, Any] | None:
     """`match_body` of a request's raw bytes, or None when they are not multipart/form-data."""
-    parts = parse_parts(raw)
-    return match_body(parts) if parts is not None else None
+    parts = split_parts(raw)  # no text or base64 form: matching needs the headers and the hash only
+    if parts is None:
+        return None
+    return match_body(_stored_part(part, content=False) for part in parts)
 
 
 def is_match_body(value: Any) -> bool:
