@@ -27,6 +27,9 @@ _EXPORTS: dict[str, str] = {
     "assert_trajectory": "harness.testing",
     "run_loop_async": "harness.loop",
     "TokenBudget": "harness.loop",
+    "wait_for_batch": "harness.batches",
+    "wait_for_batch_async": "harness.batches",
+    "batch_trajectories": "harness.batches",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -273,6 +273,7 @@ class Run:
     index: int
     steps: list[Step] = field(default_factory=list)
     failed_request: FailedRequest | None = None
+    label: str | None = None  # the custom_id, for a run that is one request of a Message Batch
 
     @property
     def outcome(self) -> RunOutcome:
@@ -314,7 +315,7 @@ class Run:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "index": self.index,
             "steps": [step.to_dict() for step in self.steps],
             "failed_request": self.failed_request.to_dict() if self.failed_request else None,
@@ -322,6 +323,9 @@ class Run:
             "final_text": self.final_text,
             "usage": self.usage.to_dict(),
         }
+        if self.label is not None:
+            out["label"] = self.label
+        return out
 
 
 # --- what the builder reads: one exchange per /v1/messages call ------------------------------------------
@@ -339,6 +343,7 @@ class Exchange:
     interaction: int | None = None
     duration_ms: float | None = None
     first_token_ms: float | None = None
+    label: str | None = None  # a batch request's custom_id: each label is a run of its own
 
     def attempt(self) -> Attempt:
         return Attempt(
@@ -378,10 +383,15 @@ class Trajectory:
         skipped: list[dict[str, Any]] = []
         for position, interaction in enumerate(cassette.interactions):
             exchange, why_not = _exchange_of_interaction(position, interaction)
+            if exchange is None and _is_batch_call(interaction):
+                continue  # read below: each result of a batch becomes a run, named by its custom_id
             if exchange is None:
                 skipped.append({"interaction": position, "reason": why_not})
             else:
                 exchanges.append(exchange)
+        from harness.batches import batch_exchanges  # imports this module
+
+        exchanges.extend(batch_exchanges(cassette.interactions))  # one run per custom_id of each batch
         meta = cassette.meta or {}
         source = {
             "kind": "cassette",
@@ -484,11 +494,14 @@ class Trajectory:
         return round(total, 6)
 
     def select_runs(self, which: str | int) -> Trajectory:
-        """Only some runs: "all", "last", or a run number (1-based). Step numbers stay as they were."""
+        """Only some runs: "all", "last", a run number (1-based) or a label (a batch request's custom_id).
+        Step numbers stay as they were."""
         if which == "all":
             runs = list(self.runs)
         elif which == "last":
             runs = self.runs[-1:]
+        elif isinstance(which, str) and any(run.label == which for run in self.runs):
+            runs = [run for run in self.runs if run.label == which]
         elif isinstance(which, int) and 1 <= which <= len(self.runs):
             runs = [self.runs[which - 1]]
         else:
@@ -562,9 +575,9 @@ class _Builder:
             exchange = self._resolved(exchange)
             messages = _messages_of(exchange.request)
             skeleton = [_skeleton(message) for message in messages]
-            if run is None or not _continues(previous, skeleton):
+            if run is None or run.label != exchange.label or not _continues(previous, skeleton):
                 self._close(run, pending, base)
-                run = Run(index=len(self.runs) + 1)
+                run = Run(index=len(self.runs) + 1, label=exchange.label)
                 self.runs.append(run)
                 base, pending = 0, []
             if exchange.message is None:
@@ -773,6 +786,10 @@ def _attach_results(run: Run) -> None:
 
 
 # --- reading cassettes ---------------------------------------------------------------------------------------
+
+
+def _is_batch_call(interaction: Mapping[str, Any]) -> bool:
+    return str((interaction.get("request") or {}).get("path", "")).startswith("/v1/messages/batches")
 
 
 def _exchange_of_interaction(position: int, interaction: Mapping[str, Any]) -> tuple[Exchange | None, str]:

@@ -82,7 +82,7 @@ def _print_step(console: Console, step: Step) -> None:
 
 def _print_run(console: Console, run: Run, excerpt: int, several: bool) -> None:
     if several:
-        console.rule(f"run {run.index}")
+        console.rule(f"run {run.index}" + (f" · {run.label}" if run.label else ""))
     for step in run.steps:
         _print_step(console, step)
     if run.failed_request is not None:

@@ -33,6 +33,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from harness.cassette.multipart import check_part_files, externalize_large_parts
 from harness.errors import CassetteError
 
 FORMAT_VERSION = 1
@@ -40,6 +41,7 @@ MAX_CASSETTE_BYTES = 64 * 1024 * 1024  # a cassette is text a person reviews; an
 
 _SafeLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SafeDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+SafeLoader = _SafeLoader  # for a reader that subclasses it to know one more harmless tag (see the importer)
 
 
 @dataclass
@@ -110,7 +112,7 @@ def validate(data: Any, *, file: str | Path | None = None) -> None:
 # jsonschema, which stays the authority. They apply only while schema.json is the one they were written
 # for (its digest below): an edited schema turns them off, never wrong.
 
-_SCHEMA_V1_SHA256 = "498b62ee9b5323214c41643863a97ea652b6ab847829a44a6d83b6da5dcb7ac1"
+_SCHEMA_V1_SHA256 = "efe3df7a19425ecd7c90634857c8ab35f00a9307a6f347dcb3cb18ab46f49e05"
 _METHOD = re.compile(r"^[A-Z]+$")  # schema.json's own patterns, applied as jsonschema does (re.search)
 _PATH = re.compile(r"^/")
 _INTERACTION_KEYS = frozenset({"request", "response", "error", "elapsed_ms"})
@@ -200,10 +202,11 @@ def _plain_event(event: Any) -> bool:
             and ("offset_ms" not in event or _is_number(event["offset_ms"], 0)))
 
 
-def parse_yaml(text: str, *, file: str | Path | None = None) -> Any:
+def parse_yaml(text: str, *, file: str | Path | None = None, loader: type | None = None) -> Any:
+    """YAML through the safe loader (or `loader`, a subclass of it that knows one more harmless tag)."""
     try:
         with _collector_paused():
-            data = yaml.load(text, Loader=_SafeLoader)  # a safe loader, C or Python
+            data = yaml.load(text, Loader=loader or _SafeLoader)  # a safe loader, C or Python
         if _MAYBE_ANCHOR.search(text):
             _refuse_alias_bombs(data, limit=max(len(text), MAX_ALIAS_EXPANSION), file=file)
         return data
@@ -321,6 +324,9 @@ def load_cassette(path: str | Path) -> CassetteFile:
             cache.put(key, data)
     else:
         validate(data, file=path)  # what the cache gives back is checked like what the parser gives
+    if any("parts" in interaction["request"] for interaction in data["interactions"]):
+        # Large upload parts kept beside the cassette must still be the bytes that were recorded.
+        check_part_files(data["interactions"], path, read_bytes_bounded)
     return CassetteFile(meta=data["harness"], interactions=data["interactions"], path=path)
 
 
@@ -442,12 +448,17 @@ def dump_cassette(cassette: CassetteFile) -> str:
 
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write via a temp file in the same folder, fsync, rename: a reader sees the old file or the new one."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """`atomic_write_text` for bytes."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp_name, path)
@@ -467,6 +478,9 @@ def save_cassette(cassette: CassetteFile, path: str | Path | None = None) -> Pat
     target = Path(path or cassette.path or "")
     if not str(target):
         raise CassetteError("no path to save the cassette to")
+    # Large upload parts first, so that the cassette never names a file that is not there yet.
+    for part_path, content in externalize_large_parts(cassette.interactions, target).items():
+        atomic_write_bytes(part_path, content)
     validate(cassette.to_data(), file=target)
     atomic_write_text(target, dump_cassette(cassette))
     return target

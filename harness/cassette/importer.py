@@ -1,11 +1,13 @@
-"""Foreign cassettes into ours: vcrpy YAML (plain or gzip `!!binary` bodies), pydantic-ai's parsed bodies, HAR,
-and langchain's gzip `.yaml.gz`.
+"""Foreign cassettes into ours: vcrpy YAML (plain or gzip `!!binary` bodies; aiohttp's `istr` header keys),
+pydantic-ai's parsed bodies, HAR, langchain's gzip `.yaml.gz`, and one-exchange JSON files.
 
 Each reader turns its container into `_Exchange`s, the request and response as they went over the wire;
 one converter then stores every exchange exactly as our recorder would (`wire.store_body`, the header
 allow-lists, `redact_interaction`), so an imported cassette and a recorded one cannot drift apart.
 Files are parsed as data only: JSON, or YAML through the safe loader, where `!!binary` is a standard
-tag and any `!!python/...` tag is refused before it can build anything.
+tag and any `!!python/...` tag is refused before it can build anything, except one: the header keys vcrpy
+wrote for aiohttp clients, `!!python/object/apply:multidict._multidict.istr [Name]` (a case-insensitive
+string), which one narrow constructor reads as the plain string `Name` and nothing else.
 """
 
 from __future__ import annotations
@@ -24,10 +26,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import yaml
+
 from harness.cassette.format import (
     FORMAT_VERSION,
     MAX_CASSETTE_BYTES,
     CassetteFile,
+    SafeLoader,
     load_cassette,
     parse_yaml,
     read_text_bounded,
@@ -54,8 +59,10 @@ PYDANTIC_AI_YAML = "pydantic-ai-yaml"  # vcrpy YAML whose JSON bodies are `parse
 HAR = "har"  # HAR 1.2 (Polly.JS and browsers): `log.entries[]`
 LANGCHAIN_YAML_GZ = "langchain-yaml-gz"  # gzip YAML with vcrpy's internal `requests:` / `responses:` lists
 LANGCHAIN_YAML = "langchain-yaml"  # the same, not compressed
+ONE_EXCHANGE_JSON = "one-exchange-json"  # {"request": {method, url, headers, body}, "response": {status, ...}}
 
-FORMATS = (HARNESS, VCRPY_YAML, VCRPY_JSON, PYDANTIC_AI_YAML, HAR, LANGCHAIN_YAML_GZ, LANGCHAIN_YAML)
+FORMATS = (HARNESS, VCRPY_YAML, VCRPY_JSON, PYDANTIC_AI_YAML, HAR, LANGCHAIN_YAML_GZ, LANGCHAIN_YAML,
+           ONE_EXCHANGE_JSON)
 IMPORTABLE_SUFFIXES = (".yaml.gz", ".yaml", ".yml", ".har", ".json")
 
 MESSAGES_PATH = "/v1/messages"
@@ -128,6 +135,27 @@ def _gunzip_file(path: Path) -> str:
         raise CassetteError(reason, file=path, where=f"line {line}") from None
 
 
+ISTR_TAG = "tag:yaml.org,2002:python/object/apply:multidict._multidict.istr"
+
+
+class _ForeignLoader(SafeLoader):  # type: ignore[misc, valid-type]
+    """The safe loader plus one constructor, for the one tag aiohttp recordings carry (see ISTR_TAG)."""
+
+
+def _plain_header_name(loader: yaml.BaseLoader, node: yaml.Node) -> str:
+    """`!!python/object/apply:multidict._multidict.istr [Content-Type]` -> "Content-Type"; anything else
+    under that tag (no list, two items, a nested node) is refused, never built."""
+    items = node.value if isinstance(node, yaml.SequenceNode) else None
+    plain = bool(items) and len(items) == 1 and isinstance(items[0], yaml.ScalarNode)
+    if not plain or items[0].tag != "tag:yaml.org,2002:str":
+        raise yaml.constructor.ConstructorError(None, None, "an istr header name must be a list of one string",
+                                                node.start_mark)
+    return str(items[0].value)
+
+
+_ForeignLoader.add_constructor(ISTR_TAG, _plain_header_name)
+
+
 def _parse_text(text: str, path: Path) -> tuple[Any, bool]:
     """JSON when the file is JSON (a HAR), else YAML through the safe loader."""
     if text.lstrip()[:1] in ("{", "["):
@@ -141,7 +169,7 @@ def _parse_text(text: str, path: Path) -> tuple[Any, bool]:
                 reason = err.msg if isinstance(err, json.JSONDecodeError) else str(err)
                 raise CassetteError(f"not valid JSON: {reason}", file=path, where=where) from None
     try:
-        return parse_yaml(text, file=path), False
+        return parse_yaml(text, file=path, loader=_ForeignLoader), False
     except CassetteError as err:
         unsafe = _UNSAFE_TAG.search(err.reason)
         if unsafe:
@@ -171,12 +199,26 @@ def _classify(data: Any, path: Path, *, gzipped: bool, was_json: bool) -> str:
             return VCRPY_YAML
         if isinstance(data.get("requests"), list) and isinstance(data.get("responses"), list):
             return LANGCHAIN_YAML_GZ if gzipped else LANGCHAIN_YAML
+        if isinstance(data.get("request"), dict) and isinstance(data.get("response"), dict):
+            return ONE_EXCHANGE_JSON
     raise CassetteError(
-        "not a cassette format this importer knows: expected vcrpy's `interactions:`, langchain's "
-        "`requests:`/`responses:`, a HAR `log.entries` list, or our own `harness:` block",
+        f"not a cassette format this importer knows ({_first_keys(data)}): expected vcrpy's `interactions:`, "
+        "langchain's `requests:`/`responses:`, a HAR `log.entries` list, a one-exchange `request:`/`response:` "
+        "pair, or our own `harness:` block",
         file=path,
         where="$",
     )
+
+
+def _first_keys(data: Any, limit: int = 5) -> str:
+    """What the file holds, for a format this module does not know: its first top-level keys."""
+    if not isinstance(data, dict):
+        return f"its top level is {'a list' if isinstance(data, list) else type(data).__name__}, not a mapping"
+    if not data:
+        return "its top level is an empty mapping"
+    keys = [repr(str(key))[:40] for key in list(data)[:limit]]
+    more = f" and {len(data) - limit} more" if len(data) > limit else ""
+    return f"top-level keys seen: {', '.join(keys)}{more}"
 
 
 def _has_parsed_body(item: Any) -> bool:
@@ -315,6 +357,28 @@ def _read_har(data: Mapping[str, Any], path: Path) -> Iterator[_Exchange]:
         )
 
 
+def _read_one_exchange(data: Mapping[str, Any], path: Path) -> Iterator[_Exchange]:
+    """`{"request": {method, url, headers, body}, "response": {status: {code, message}, headers, body}}`."""
+    request = _mapping(data["request"], "$.request", path)
+    response = _mapping(data["response"], "$.response", path)
+    exchange = _Exchange(
+        where="$",
+        method=_text(request, "method", "$.request", path).upper(),
+        uri=_text(request, "url" if "url" in request else "uri", "$.request", path),
+        request_headers=_headers(request.get("headers"), "$.request.headers", path),
+        status=_status(response.get("status"), "$.response", path),
+        response_headers=_headers(response.get("headers"), "$.response.headers", path),
+    )
+    for side, body in (("request", request.get("body")), ("response", response.get("body"))):
+        if isinstance(body, Mapping) and set(body) <= {"string", "encoding"}:  # vcrpy's {string: ...}
+            body = body.get("string")
+        if isinstance(body, dict | list):  # stored parsed
+            setattr(exchange, f"{side}_parsed", body)
+        else:
+            setattr(exchange, f"{side}_raw", body)
+    yield exchange
+
+
 _READERS = {
     VCRPY_YAML: _read_vcrpy,
     VCRPY_JSON: _read_vcrpy,
@@ -322,6 +386,7 @@ _READERS = {
     HAR: _read_har,
     LANGCHAIN_YAML_GZ: _read_langchain,
     LANGCHAIN_YAML: _read_langchain,
+    ONE_EXCHANGE_JSON: _read_one_exchange,
 }
 
 
@@ -640,6 +705,7 @@ __all__ = [
     "IMPORTABLE_SUFFIXES",
     "LANGCHAIN_YAML",
     "LANGCHAIN_YAML_GZ",
+    "ONE_EXCHANGE_JSON",
     "PYDANTIC_AI_YAML",
     "VCRPY_JSON",
     "VCRPY_YAML",

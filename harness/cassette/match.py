@@ -25,6 +25,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from deepdiff import DeepDiff
 
+from harness.cassette import multipart
 from harness.jsonpaths import drop_paths, parse_path
 
 
@@ -55,6 +56,8 @@ def stored_request_body(request: Mapping[str, Any]) -> Any:
         return request["body_text"]
     if "body_base64" in request:
         return {"$base64": request["body_base64"]}
+    if "parts" in request:  # multipart/form-data: its parts, never its random boundary
+        return multipart.match_body(request["parts"])
     return None
 
 
@@ -73,7 +76,7 @@ def wire_body(request: Mapping[str, Any]) -> bytes | None:
     """
     if "body" in request:
         return json.dumps(request["body"], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    if "body_text" in request or "body_base64" in request:
+    if "body_text" in request or "body_base64" in request or "parts" in request:
         return None
     return b""
 
@@ -188,6 +191,8 @@ def _string_change(old: str, new: str, limit: int = 70) -> str:
 
 def diff_summary(recorded: Any, actual: Any, limit: int = 12) -> list[str]:
     """Lines such as "system changed from '…' to '…'" or "tools[0].input_schema.required added"."""
+    if multipart.is_match_body(recorded) and multipart.is_match_body(actual):
+        return multipart.diff_parts(recorded, actual)[:limit]
     diff = DeepDiff(recorded, actual, verbose_level=2, view="tree")
     lines: list[str] = []
     for kind, items in diff.items():

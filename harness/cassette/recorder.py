@@ -47,6 +47,7 @@ from harness.cassette.match import (
     request_fingerprint,
     stored_request_body,
 )
+from harness.cassette.multipart import match_body_of
 from harness.cassette.redact import (
     Scrubber,
     credentials_in,
@@ -464,6 +465,9 @@ def _json_or_raw(body: bytes | None) -> Any:
     try:
         return json.loads(body)
     except ValueError:
+        uploaded = match_body_of(body)  # multipart/form-data: matched by its parts, never its boundary
+        if uploaded is not None:
+            return uploaded
         try:
             return body.decode("utf-8")
         except UnicodeDecodeError:

@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from harness.cassette.multipart import store_multipart
 from harness.cassette.sse import SSE_CONTENT_TYPE, fold_stream, looks_like_sse, parse_sse, render_sse
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -34,8 +35,13 @@ def gunzip_bounded(raw: bytes, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
 
 def store_body(target: dict[str, Any], raw: bytes | str | None, *, content_type: str | None = None,
                allow_sse: bool = False) -> None:
-    """Put `raw` into `target` as `events`, `body` (JSON), `body_text` or `body_base64`."""
+    """Put `raw` into `target` as `events`, `body` (JSON), `parts` (multipart/form-data), `body_text` or
+    `body_base64`."""
     if raw is None:
+        return
+    # "--boundary" opens a multipart body; "LS" opens one some foreign recorders kept as base64. Parts are a
+    # request's form only: a response (stored with allow_sse, such as a downloaded file) keeps its bytes.
+    if not allow_sse and raw[:2] in (b"--", "--", "LS") and store_multipart(target, raw):
         return
     if isinstance(raw, str):
         text: str | None = raw

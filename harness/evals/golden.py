@@ -111,9 +111,11 @@ def golden_schema() -> dict[str, Any]:
                 "description": "cassette files, relative to the project root (the folder with pyproject.toml)",
             },
             "run": {
-                "oneOf": [{"enum": ["all", "last"]}, {"type": "integer", "minimum": 1}],
+                "oneOf": [{"enum": ["all", "last"]}, {"type": "integer", "minimum": 1},
+                          {"type": "string", "minLength": 1, "not": {"enum": ["all", "last"]}}],
                 "default": "all",
-                "description": "which conversation(s) of a cassette the checks see: all, the last, or run N",
+                "description": "which conversation(s) of a cassette the checks see: all, the last, run N, or "
+                               "the run of a Message Batches request, named by its custom_id",
             },
             "checks": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/check"}},
         },

@@ -6,7 +6,7 @@ at that index fires instead of (or around) the normal answer. Otherwise: auth, v
 (`harness.sim.models`; a script's turn may ask for a fault too),
 then JSON or an SSE stream sent event by event with a flush after each (chunked framing). A request
 with `thread` (the message-threads beta) is answered from the conversation the server holds for it;
-see `harness.sim.threads`.
+see `harness.sim.threads`. Files, Message Batches and Models are served by `harness.sim.routes`.
 
 Headers copy the real service's (request-id, anthropic-ratelimit-*, x-should-retry on errors) plus
 `x-harness-simulator: 1`, `x-harness-sim-model` (the simulator model that answered, e.g. sim-auto) and
@@ -39,6 +39,7 @@ from harness.sim.faults import Fault, normalize_faults
 from harness.sim.models import MODEL_HEADER, Chosen, Models, UnknownModel, not_found
 from harness.sim.policies import POLICIES
 from harness.sim.responses import build_message, dumps, error_body
+from harness.sim.routes import Resources
 from harness.sim.sse import encode_event, error_event, message_events
 from harness.sim.threads import Threads, ThreadTurn, thread_kind
 from harness.sim.tokens import CacheLedger, count_input
@@ -175,6 +176,7 @@ class Simulator:
         self.served: list[Served] = []
         self._ledger = CacheLedger()
         self.threads = Threads(enabled=threads)
+        self.resources = Resources(seed, self.models.names)
         self._lock = threading.Condition()
         self._requests_seen = 0
         self._in_flight = 0
@@ -349,7 +351,12 @@ class _Handler(BaseHTTPRequestHandler):
                 {"x-harness-simulator": "1"},
             )
             return
-        self._not_found(path)
+        if not self._resources("GET", b""):
+            self._not_found(path)
+
+    def do_DELETE(self) -> None:
+        if not self._resources("DELETE", self._read_body()):
+            self._not_found(urlsplit(self.path).path.rstrip("/"))
 
     def do_POST(self) -> None:
         with self.sim._lock:
@@ -361,12 +368,37 @@ class _Handler(BaseHTTPRequestHandler):
                 self._messages(raw, path)
             elif path == "/v1/messages/count_tokens":
                 self._count_tokens(raw, path)
-            else:
+            elif not self._resources("POST", raw):
                 self._not_found(path)
         finally:
             with self.sim._lock:
                 self.sim._in_flight -= 1
                 self.sim._lock.notify_all()
+
+    def _resources(self, method: str, raw: bytes) -> bool:
+        """Files, Message Batches and Models (`harness.sim.routes`); False when the path is none of those."""
+        url = urlsplit(self.path)
+        request_id = ids.request_id(self.sim.seed, ids.request_fingerprint([method, url.path, url.query]), -1)
+
+        def answer_message(params: Any) -> tuple[dict[str, Any] | None, ApiError | None]:
+            message, _chosen, error, _fault = self._answer(params, ids.request_fingerprint(params))
+            return message, error
+
+        answer = self.sim.resources.answer(method, url.path, url.query, dict(self.headers.items()), raw,
+                                           base_url=self.sim.base_url, request_id=request_id,
+                                           answer_message=answer_message)
+        if answer is None:
+            return False
+        self.sim._record(Served(None, url.path, answer.status, None, None, False,
+                                self.headers.get("x-stainless-retry-count")))
+        headers = {**self._common_headers(request_id, None, None), **answer.headers,
+                   "content-length": str(len(answer.body))}
+        if answer.status >= 400:
+            headers["x-should-retry"] = "false"
+        self._send_head(answer.status, headers)
+        self.wfile.write(answer.body)
+        self.wfile.flush()
+        return True
 
     def _not_found(self, path: str) -> None:
         request_id = ids.request_id(self.sim.seed, ids.request_fingerprint(path), -1)
