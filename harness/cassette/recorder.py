@@ -210,9 +210,10 @@ class Cassette:
         if known is None:
             # Not byte for byte a recorded request: parse it, redact it as the recorder would have
             # written it (so a prompt holding a key matches, and no miss message shows the key), and
-            # match canonically.
-            secrets = self._secrets.union(credentials_in(header_items(headers), self.secret_headers))
-            found.query, found.body = redact_live_request(found.query, found.body, secrets)
+            # match canonically. The credentials are the run's so far (a key one client sent may be pasted
+            # in another's prompt); only read here, off the path of requests that match by their bytes.
+            self._secrets.update(credentials_in(header_items(headers), self.secret_headers))
+            found.query, found.body = redact_live_request(found.query, found.body, self._secrets)
             known = request_fingerprint(method, path, found.query, found.body, self.ignore_fields)
         found.fingerprint = known
         self.requests_seen += 1

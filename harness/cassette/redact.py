@@ -252,8 +252,9 @@ class Redactor:
         if isinstance(value, list):
             return [self.value(item) for item in value]
         if isinstance(value, dict):
-            # Sorted, so that the numbering does not depend on the order the keys were sent in.
-            done = {key: self.value(value[key]) for key in sorted(value, key=str)}
+            # Sorted, so that the numbering does not depend on the order the keys were sent in. A field
+            # named for a credential ("SecretAccessKey", "refresh_token") is one, whatever its value looks like.
+            done = {key: self._field(key, value[key]) for key in sorted(value, key=str)}
             if _is_base64_source(value):
                 # An image's pixels hold no text to redact (and are megabytes to search); a PDF or a
                 # text file is searched decoded.
@@ -261,6 +262,13 @@ class Redactor:
                 done["data"] = value["data"] if is_image else self._base64(value["data"])
             return {key: done[key] for key in value}
         return value
+
+    def _field(self, key: Any, value: Any) -> Any:
+        if isinstance(value, str) and isinstance(key, str) and len(value) >= MIN_SECRET_LENGTH:
+            kind = _CREDENTIAL_FIELDS.get(key.lower().replace("-", "_"))
+            if kind and not PLACEHOLDER.fullmatch(value):
+                return self.placeholder(self.known.get(value) or _field_kind(value, kind), value)
+        return self.value(value)
 
     def _base64(self, data: str) -> str:
         try:
@@ -336,6 +344,24 @@ def stream_blocks(events: Iterable[Any]) -> list[list[tuple[dict[str, Any], str]
                 if isinstance(holder.get(name), str):
                     blocks.setdefault((data.get("index"), name), []).append((holder, name))
     return list(blocks.values())
+
+
+# JSON fields whose value is a credential (a token endpoint's answer, a cloud metadata document, a config
+# pasted into a tool result), with the kind their value gets when it has no shape of its own.
+_CREDENTIAL_FIELDS = {
+    "secretaccesskey": "aws-secret-key", "secret_access_key": "aws-secret-key",
+    "aws_secret_access_key": "aws-secret-key", "sessiontoken": "aws-session-token",
+    "session_token": "aws-session-token", "aws_session_token": "aws-session-token", "token": "aws-session-token",
+    "access_token": "access-token", "refresh_token": "refresh-token", "id_token": "jwt",
+    "client_secret": "client-secret",
+    "api_key": "credential", "apikey": "credential", "x_api_key": "credential", "password": "password",
+    "private_key": "private-key", "secret": "credential",
+}
+
+
+def _field_kind(value: str, fallback: str) -> str:
+    kind = kind_of(value)
+    return fallback if kind == "credential" else kind
 
 
 def _copy_event(event: Any) -> Any:
@@ -490,10 +516,10 @@ def redact_live_request(query: str, body: Any, known_secrets: Iterable[str] = ()
     Costs one pre-check scan when nothing in it can be a credential (the common case).
     """
     known = tuple(known_secrets)
+    redactor = Redactor.for_credentials(known)  # one numbering, query first: as `redact_interaction` does
     if query:
-        query = Redactor.for_credentials(known).query(query)
+        query = redactor.query(query)
     if _needs_redaction(body, known):
-        redactor = Redactor.for_credentials(known)
         if isinstance(body, dict) and set(body) == {"$base64"}:
             body = {"$base64": redactor._base64(body["$base64"])}
         else:
