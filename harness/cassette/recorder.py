@@ -213,7 +213,7 @@ class Cassette:
             # match canonically. The credentials are the run's so far (a key one client sent may be pasted
             # in another's prompt); only read here, off the path of requests that match by their bytes.
             self._secrets.update(credentials_in(header_items(headers), self.secret_headers))
-            found.query, found.body = redact_live_request(found.query, found.body, self._secrets)
+            found.query, found.body = redact_live_request(found.query, found.body, self._secrets, raw_body)
             known = request_fingerprint(method, path, found.query, found.body, self.ignore_fields)
         found.fingerprint = known
         self.requests_seen += 1
