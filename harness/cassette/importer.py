@@ -542,7 +542,9 @@ def load_any_cassette(path: str | Path) -> CassetteFile:
     path = Path(path)
     if not _starts_with_gzip(path) and re.search(r"(?m)^harness:", read_text_bounded(path)):
         return load_cassette(path)
-    return import_file(path)
+    # In memory only (show, trajectories, evals): other hosts stay, redacted, so a trajectory can say why
+    # it skipped them; `harness import` is what leaves them out of a written file.
+    return import_file(path, keep_foreign_hosts=True)
 
 
 @dataclass(frozen=True)

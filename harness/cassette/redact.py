@@ -303,9 +303,9 @@ class Redactor:
         return value
 
     def _field(self, key: Any, value: Any) -> Any:
-        if isinstance(value, str) and isinstance(key, str) and len(value) >= MIN_SECRET_LENGTH:
+        if isinstance(value, str) and isinstance(key, str) and _TOKEN_LIKE.fullmatch(value):
             kind = _CREDENTIAL_FIELDS.get(key.lower().replace("-", "_"))
-            if kind and not PLACEHOLDER.fullmatch(value):
+            if kind:
                 return self.placeholder(self.known.get(value) or _field_kind(value, kind), value)
         return self.value(value)
 
@@ -396,6 +396,11 @@ _CREDENTIAL_FIELDS = {
     "api_key": "credential", "apikey": "credential", "x_api_key": "credential", "password": "password",
     "private_key": "private-key", "secret": "credential",
 }
+
+
+# A value that can be a credential: one word of 16 characters or more with a digit in it, and not one of
+# our placeholders (a tool's `{"password": "radiance"}` is an argument, not a credential).
+_TOKEN_LIKE = re.compile(r"(?!<redacted:)(?=\S*\d)\S{16,}")
 
 
 def _field_kind(value: str, fallback: str) -> str:
