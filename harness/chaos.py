@@ -107,8 +107,9 @@ class ChaosCassette(Cassette):
         self.misses: list[CassetteMismatch] = []
         self._fingerprints: dict[int, bytes] = {}  # request index -> fingerprint: a retry repeats its request's
 
-    def lookup(self, method: str, path: str, query: str | None, raw_body: bytes | None) -> Lookup:
-        found = super().lookup(method, path, query, raw_body)
+    def lookup(self, method: str, path: str, query: str | None, raw_body: bytes | None,
+               headers: Any = ()) -> Lookup:
+        found = super().lookup(method, path, query, raw_body, headers)
         self._fingerprints[found.position_in_run] = found.fingerprint
         return found
 
@@ -127,7 +128,7 @@ class ChaosCassette(Cassette):
         if kind is None:
             return super().answer(request, raw_body)
         path, _, query = request.url.raw_path.decode("ascii").partition("?")
-        found = self.lookup(request.method, path, query, raw_body)  # counts the request; a miss raises here
+        found = self.lookup(request.method, path, query, raw_body, request.headers)  # counts it; a miss raises here
         assert found.position is not None  # mode none: lookup found a recording or raised
         streamed = isinstance(found.body, dict) and found.body.get("stream") is True
         self.fired.append(FiredFault(found.position_in_run, kind, found.method, found.path, streamed))

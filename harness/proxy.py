@@ -36,6 +36,7 @@ import filelock
 import httpx2
 
 from harness.cassette.recorder import Cassette, CassetteMismatch, Mode, lock_path
+from harness.cassette.redact import redact_target
 from harness.cassette.sse import SSE_CONTENT_TYPE, parse_sse
 from harness.errors import HarnessError
 from harness.httpserver import (
@@ -97,6 +98,11 @@ def _describe(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
+def _shown(request: IncomingRequest) -> str:
+    """Method and target for a log line: a credential in the query (`?key=`) does not reach the log."""
+    return f"{request.method} {redact_target(request.target)}"
+
+
 class RecordingProxy(LoopbackServer):
     """Forwards to `upstream`, answers the client as the upstream answers, records each exchange.
 
@@ -151,17 +157,18 @@ class RecordingProxy(LoopbackServer):
         miss: CassetteMismatch | None = None
         with self._lock:
             try:
-                found = self.cassette.lookup(request.method, request.path, request.query, request.body)
+                found = self.cassette.lookup(request.method, request.path, request.query, request.body,
+                                             request.headers)
                 if found.position is not None:
                     interaction = self.cassette.play(found)
                     self.replayed += 1
             except CassetteMismatch as error:
                 miss = error
         if miss is not None:
-            self._log(f"{request.method} {request.target} -> miss, answered 400:\n{miss}", always=True)
+            self._log(f"{_shown(request)} -> miss, answered 400:\n{miss}", always=True)
             send_miss(responder, str(miss))
         elif interaction is not None:
-            self._log(f"{request.method} {request.target} -> replayed from the cassette")
+            self._log(f"{_shown(request)} -> replayed from the cassette")
             write_recorded(responder, interaction)
         else:
             self._forward(request, responder)
@@ -194,7 +201,7 @@ class RecordingProxy(LoopbackServer):
             self._failed(request, responder, _failure_kind(error), _describe(error), started)
             return
         self._record(request, response, started, response_body=body)
-        self._log(f"{request.method} {request.target} -> {response.status_code} (recorded #{self.recorded})")
+        self._log(f"{_shown(request)} -> {response.status_code} (recorded #{self.recorded})")
         responder.send_body(response.status_code, self._client_headers(response), body,
                             reason=response.reason_phrase)
 
@@ -223,20 +230,20 @@ class RecordingProxy(LoopbackServer):
         self._record(request, response, started, events=events, truncated=truncated)
         what = f"{response.status_code} stream, {len(events)} events"
         if upstream_failure:
-            self._log(f"{request.method} {request.target} -> {what}, then the upstream failed ({upstream_failure}); "
+            self._log(f"{_shown(request)} -> {what}, then the upstream failed ({upstream_failure}); "
                       f"recorded #{self.recorded} as truncated", always=True)
             responder.drop()  # the client's stream ends where the upstream's did
         elif client_gone:
-            self._log(f"{request.method} {request.target} -> {what}, then the client hung up; "
+            self._log(f"{_shown(request)} -> {what}, then the client hung up; "
                       f"recorded #{self.recorded} as truncated", always=True)
         else:
-            self._log(f"{request.method} {request.target} -> {what} (recorded #{self.recorded})")
+            self._log(f"{_shown(request)} -> {what} (recorded #{self.recorded})")
             responder.finish()
 
     def _failed(self, request: IncomingRequest, responder: Responder, kind: str, message: str,
                 started: float) -> None:
         self._record(request, None, started, error={"kind": kind, "message": message})
-        self._log(f"{request.method} {request.target} -> upstream {kind} ({message}); "
+        self._log(f"{_shown(request)} -> upstream {kind} ({message}); "
                   f"recorded #{self.recorded} as a {kind} failure, answered 502", always=True)
         text = (f"harness proxy: the upstream {self.upstream} failed before answering ({kind}: {message}). "
                 f"The cassette records the {kind}, not this 502.")
@@ -297,11 +304,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds to wait on the upstream (read timeout; default 600)")
     parser.add_argument("--url-file", type=Path, help="write the proxy's base URL to this file once listening")
     parser.add_argument("--quiet", action="store_true", help="log only failures and misses")
+    parser.add_argument("--secret-header", action="append", default=[], metavar="NAME",
+                        help="a request header whose value is a credential, removed wherever it appears "
+                        "(repeatable; x-api-key, authorization and the like always are)")
 
 
 def run(args: argparse.Namespace) -> int:
     proxy = RecordingProxy(args.upstream, args.cassette, mode=args.mode, port=args.port, timeout=args.timeout,
-                           verbose=not args.quiet)
+                           verbose=not args.quiet, secret_headers=args.secret_header)
 
     def report() -> None:
         print(f"harness proxy: stopped; {proxy.recorded} exchanges recorded to {args.cassette}, "

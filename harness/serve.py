@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cassette.recorder import Cassette, CassetteMismatch
+from harness.cassette.redact import redact_target
 from harness.errors import HarnessError
 from harness.httpserver import (
     TIMINGS,
@@ -38,6 +39,11 @@ from harness.httpserver import (
 )
 
 STATUS_PATH = "/_harness/status"
+
+
+def _shown(request: IncomingRequest) -> str:
+    """Method and target for a log line: a credential in the query (`?key=`) does not reach the log."""
+    return f"{request.method} {redact_target(request.target)}"
 
 
 class ReplayServer(LoopbackServer):
@@ -70,12 +76,12 @@ class ReplayServer(LoopbackServer):
             return
         answer = self._match(request)
         if isinstance(answer, str):
-            print(f"harness serve: miss: {request.method} {request.target}\n{answer}", file=sys.stderr, flush=True)
+            print(f"harness serve: miss: {_shown(request)}\n{answer}", file=sys.stderr, flush=True)
             send_miss(responder, answer)
             return
         cassette, interaction = answer
         if self.verbose:
-            print(f"harness serve: {request.method} {request.target} -> {cassette.path}", file=sys.stderr, flush=True)
+            print(f"harness serve: {_shown(request)} -> {cassette.path}", file=sys.stderr, flush=True)
         write_recorded(responder, interaction, timing=self.timing)
 
     def _match(self, request: IncomingRequest) -> tuple[Cassette, dict[str, Any]] | str:
@@ -85,13 +91,13 @@ class ReplayServer(LoopbackServer):
             self.requests += 1
             for cassette in self.cassettes:
                 try:
-                    found = cassette.lookup(request.method, request.path, request.query, request.body)
+                    found = cassette.lookup(request.method, request.path, request.query, request.body, request.headers)
                 except CassetteMismatch as miss:
                     mismatches.append(miss)
                     continue
                 return cassette, cassette.play(found)
             text = "\n\n".join(str(miss) for miss in mismatches)
-            self.misses.append({"method": request.method, "path": request.path, "message": text})
+            self.misses.append({"method": request.method, "path": redact_target(request.path), "message": text})
         return text
 
     def status(self) -> dict[str, Any]:

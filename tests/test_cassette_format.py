@@ -135,14 +135,15 @@ def test_scan_finds_each_secret_form_and_ignores_placeholders(tmp_path: Path) ->
     dirty = tmp_path / "dirty.yaml"
     dirty.write_text(
         "a: sk-ant-api03-abcdefghijklmnop\n"
-        "b: Bearer abcdefghijklmnopqrstuvwxyz\n"
+        "b: Bearer abcd3fgh1jklmn0pqrstuvwxyz\n"  # a token has digits; "Bearer authentication" is prose
         "c: anthropic-organization-id:\n  - 217a607f-ed5e-40af-8a7d-f83ed52d59d6\n"
         "d: exceed the rate limit for your organization (317a607f-ed5e-40af-8a7d-f83ed52d59d6)\n"
     )
     clean = tmp_path / "clean.yaml"
-    clean.write_text("a: '[REDACTED]'\nb: Bearer [REDACTED]\nrequest-id: req_redacted_0001\n")
+    clean.write_text("a: '[REDACTED]'\nb: Bearer [REDACTED]\nrequest-id: req_redacted_0001\n"
+                     "c: <redacted:anthropic-key:1>\nd: Bearer <redacted:bearer-token:2>\n")
     findings = scan_paths([tmp_path])
-    assert {f.kind for f in findings} == {"anthropic api key", "bearer token", "organization id"}
-    assert {f.line for f in findings} == {1, 2, 3, 5}
+    assert {f.kind for f in findings} == {"anthropic-key", "bearer-token", "organization-id"}
+    assert {f.line for f in findings} == {1, 2, 4, 5}  # the line the secret is on
     assert all(f.file == dirty for f in findings)
     assert all("abcdefghijklmnop" not in f.excerpt for f in findings), "the scanner must not print secrets"

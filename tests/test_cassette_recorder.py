@@ -51,7 +51,7 @@ def test_round_trip_sync_and_stream(tmp_path: Path) -> None:
     assert offline.calls == 0, "replay must never reach the transport's handler"
     assert replayed.model_dump() == live.model_dump()
     assert replayed_streamed.model_dump() == live_streamed.model_dump()
-    assert replayed._request_id == "req_redacted_0000"
+    assert replayed._request_id == "req_live_1"  # request ids are kept: not a credential
     assert cassette.unplayed == []
 
     stored = load_cassette(path)
@@ -169,7 +169,7 @@ def test_no_secret_reaches_the_disk(tmp_path: Path) -> None:
     text = path.read_text()
     for secret in (api_key, org, "abcdef0123456789", "topsecretcookie99", "oauth-token-PLANTED-abcdefghijkl"):
         assert secret not in text, f"{secret} reached the disk"
-    assert "[REDACTED]" in text and "[REDACTED-ORG]" in text
+    assert "<redacted:anthropic-key:1>" in text and "<redacted:organization-id:1>" in text
     assert "authorization" not in text.lower() and "x-api-key" not in text.lower()
 
 

@@ -295,7 +295,8 @@ def test_a_key_inside_an_uploaded_text_file_never_reaches_the_disk(tmp_path: Pat
     with Simulator() as sim, use_cassette(path, mode="once"):
         client(sim.base_url).beta.files.upload(file=("env.txt", f"ANTHROPIC_API_KEY={key}\n".encode(), "text/plain"))
     text = path.read_text()
-    assert key not in text and "ANTHROPIC_API_KEY=[REDACTED]" in text
+    assert key not in text
+    assert "ANTHROPIC_API_KEY=<redacted:anthropic-key:1>" in text
     with use_cassette(path, mode="none"):  # matching is by the hash of the bytes sent, so it still replays
         client(OFFLINE).beta.files.upload(file=("env.txt", f"ANTHROPIC_API_KEY={key}\n".encode(), "text/plain"))
 

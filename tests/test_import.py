@@ -155,11 +155,13 @@ def test_gzip_error_json_stays_an_error_body(corpus: Path) -> None:
     source = corpus / GZIP_ERROR
     assert all(i["response"]["body"]["string"][:2] == GZIP_MAGIC for i in raw_yaml(source)["interactions"])
     interactions = import_file(source).interactions
+    raw_request_ids = [json.loads(gzip.decompress(i["response"]["body"]["string"]))["request_id"]
+                       for i in raw_yaml(source)["interactions"]]
     assert [i["response"]["status"] for i in interactions] == [404, 404]
     for position, interaction in enumerate(interactions):
         body = interaction["response"]["body"]
         assert body["type"] == "error" and body["error"]["type"] == "not_found_error"
-        assert body["request_id"] == f"req_redacted_{position:04d}"
+        assert body["request_id"] == raw_request_ids[position], "a request id is kept: not a credential"
     assert interactions[0]["request"] == interactions[1]["request"], "two identical requests, both kept in order"
 
 
@@ -174,7 +176,7 @@ def test_raw_jpeg_binary_is_kept_as_base64(corpus: Path) -> None:
     source = corpus / JPEG_GET
     jpeg = raw_yaml(source)["interactions"][0]["response"]["body"]["string"]
     assert jpeg[:3] == b"\xff\xd8\xff", "precondition: a raw JPEG, not gzip"
-    cassette = import_file(source)
+    cassette = import_file(source, keep_foreign_hosts=True)
     first = cassette.interactions[0]
     assert (first["request"]["method"], first["request"]["host"]) == ("GET", "t3.ftcdn.net")
     assert "body" not in first["request"], "`body: ''` on a GET is no body"
@@ -183,14 +185,13 @@ def test_raw_jpeg_binary_is_kept_as_base64(corpus: Path) -> None:
 
 
 def test_foreign_hosts_can_be_left_out(corpus: Path) -> None:
-    kept = import_file(corpus / HEAD_PROBES)
+    kept = import_file(corpus / HEAD_PROBES, keep_foreign_hosts=True)
     assert [i["request"]["method"] for i in kept.interactions] == ["HEAD", "HEAD", "POST"]
-    assert kept.interactions[2]["response"]["headers"]["request-id"] == "req_redacted_0002"
 
-    skipped = import_file(corpus / HEAD_PROBES, keep_foreign_hosts=False)
+    skipped = import_file(corpus / HEAD_PROBES)  # the default: other hosts are left out
     assert [i["request"]["host"] for i in skipped.interactions] == ["api.anthropic.com"]
-    assert skipped.interactions[0]["response"]["headers"]["request-id"] == "req_redacted_0000"
-    assert "static.simonwillison.net" in skipped.meta["note"]
+    assert skipped.interactions[0]["response"] == kept.interactions[2]["response"]
+    assert skipped.meta["note"] == "skipped 2 non-Anthropic interaction(s) on import: static.simonwillison.net"
     assert skipped.meta["fingerprints"] == kept.meta["fingerprints"]
 
 
@@ -386,12 +387,16 @@ def test_secrets_never_reach_the_imported_file(tmp_path: Path) -> None:
                           "Retry-After": ["7"], "Set-Cookie": ["__cf_bm=secretvalue123; path=/"]},
     )])
     text = save_cassette(import_file(source), tmp_path / "clean.yaml").read_text(encoding="utf-8")
-    for secret in (key, org, "req_011CXZKqu9Dox1Y37WKaUP9W", "abcdefghijklmnop", "secretvalue123"):
+    for secret in (key, org, "abcdefghijklmnop", "secretvalue123"):
         assert secret not in text
     interaction = load_cassette(tmp_path / "clean.yaml").interactions[0]
     assert interaction["request"]["headers"] == {"anthropic-version": "2023-06-01"}
-    assert interaction["response"]["headers"] == {"request-id": "req_redacted_0000", "retry-after": "7"}
-    assert interaction["response"]["body"]["request_id"] == "req_redacted_0000"
+    # A request id is not a credential: kept as sent, so APIStatusError.body replays unchanged ...
+    assert interaction["response"]["headers"] == {"request-id": "req_011CXZKqu9Dox1Y37WKaUP9W", "retry-after": "7"}
+    assert interaction["response"]["body"]["request_id"] == "req_011CXZKqu9Dox1Y37WKaUP9W"
+    # ... unless the user asks for placeholders.
+    rewritten = import_file(source, rewrite_request_ids=True).interactions[0]["response"]
+    assert rewritten["headers"]["request-id"] == rewritten["body"]["request_id"] == "req_redacted_0000"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -472,5 +477,6 @@ def test_cli_exits_0_when_everything_imports(corpus: Path, tmp_path: Path, capsy
     assert run_cli(*sources, "--out", str(tmp_path), "--skip-foreign-hosts") == 0
     assert capsys.readouterr().out.splitlines() == [
         f"imported {corpus / GZIP_ERROR} -> {tmp_path / GZIP_ERROR.rsplit('/', 1)[1]} (2 interactions, 0 streamed)",
-        f"imported {corpus / JPEG_GET} -> {tmp_path / JPEG_GET.rsplit('/', 1)[1]} (1 interactions, 0 streamed)",
+        f"imported {corpus / JPEG_GET} -> {tmp_path / JPEG_GET.rsplit('/', 1)[1]} (1 interactions, 0 streamed; "
+        "left out 1 with other hosts: t3.ftcdn.net)",
     ]

@@ -24,6 +24,7 @@ from harness.cassette.format import CassetteFile, load_cassette, save_cassette, 
 from harness.cassette.importer import (
     HAR,
     PYDANTIC_AI_YAML,
+    SKIPPED_NOTE,
     VCRPY_YAML,
     detect_format,
     import_file,
@@ -63,7 +64,8 @@ IDS = [p.relative_to(CORPUS).as_posix() for p in FILES]
 
 @cache
 def imported(path: Path) -> CassetteFile:
-    return import_file(path)
+    """Every interaction of the file, other hosts' too (scrubbed), so the counts are the documents'."""
+    return import_file(path, keep_foreign_hosts=True)
 
 
 def documented(name: str, pattern: str) -> tuple[int, ...]:
@@ -104,6 +106,9 @@ def test_counts_match_the_sources_document() -> None:
         streamed += in_file
         streamed_files += bool(in_file)
     assert sum(routes.values()) == total
+    # By default the importer leaves the other hosts out, and says how many it left out.
+    left_out = [SKIPPED_NOTE.match(import_file(path).meta.get("note") or "") for path in FILES]
+    assert sum(int(note.group(1)) for note in left_out if note) == foreign
     assert routes == {"/v1/messages": messages, "/v1/messages/count_tokens": count_tokens, "foreign": foreign}
     assert (streamed_files, streamed) == (sse_files, sse_bodies)
 
@@ -133,7 +138,7 @@ def test_every_file_imports_validates_and_round_trips(path: Path, tmp_path: Path
         assert all(name in RESPONSE_HEADERS_KEPT or name.startswith(RESPONSE_HEADER_PREFIXES_KEPT)
                    for name in response["headers"])
         if "request-id" in response["headers"]:
-            assert response["headers"]["request-id"].startswith("req_redacted_")
+            assert response["headers"]["request-id"].startswith("req_"), "kept: a request id is not a credential"
         if is_messages(request):
             assert isinstance(request["body"], dict) and request["body"]["messages"]
             message = response_message(response)
@@ -143,7 +148,7 @@ def test_every_file_imports_validates_and_round_trips(path: Path, tmp_path: Path
     saved = save_cassette(cassette, tmp_path / "imported.yaml")
     text = saved.read_text(encoding="utf-8")
     assert "anthropic-organization-id" not in text.lower()
-    assert not re.search(r"req_(?!redacted_)[A-Za-z0-9]{16,}", text), "a real request id reached the disk"
+    assert "req_redacted_" not in text, "request ids are kept unless the user asks"
     assert load_cassette(saved).interactions == cassette.interactions
 
 
@@ -239,7 +244,7 @@ def run_cli(*argv: str) -> int:
 
 def test_cli_imports_the_whole_corpus(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "imported"
-    assert run_cli(str(CORPUS), "--out", str(out)) == 0
+    assert run_cli(str(CORPUS), "--out", str(out), "--keep-foreign-hosts") == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == len(FILES)
     totals = Counter()
@@ -258,12 +263,15 @@ def test_cli_imports_the_whole_corpus(tmp_path: Path, capsys: pytest.CaptureFixt
     assert totals == {"interactions": total, "streamed": sse_bodies}
 
 
-def test_cli_can_leave_foreign_hosts_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run_cli(str(CORPUS), "--out", str(tmp_path), "--skip-foreign-hosts") == 0
-    counts = [int(n) for n in re.findall(r"\((\d+) interactions", capsys.readouterr().out)]
+def test_cli_leaves_foreign_hosts_out_and_says_how_many(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(str(CORPUS), "--out", str(tmp_path)) == 0  # the default
+    out = capsys.readouterr().out
+    counts = [int(n) for n in re.findall(r"\((\d+) interactions", out)]
+    left_out = [int(n) for n in re.findall(r"; left out (\d+) with other hosts: ", out)]
     total, _messages, _count_tokens, foreign = documented(
         "SOURCES.md", r"hold (\d+) recorded HTTP\s+interactions: (\d+) .*?(\d+) to `POST /v1/messages/count_tokens"
                       r".*?and\s+(\d+) to\s+non-Anthropic")
     assert sum(counts) == total - foreign
+    assert sum(left_out) == foreign
     for path in tmp_path.rglob("*.yaml"):
         assert all(is_anthropic(i["request"]["host"], i["request"]["path"]) for i in load_cassette(path).interactions)

@@ -214,7 +214,7 @@ def assert_the_run_is_still_there(path: Path) -> None:
     assert statuses == [200, 200, 429, 200]
     assert "events" in cassette.interactions[3]["response"]
     text = path.read_text(encoding="utf-8")
-    assert "[REDACTED]" in text and "[REDACTED-ORG]" in text
+    assert "<redacted:anthropic-key:1>" in text and "<redacted:organization-id:1>" in text
 
 
 def test_the_recorder_writes_no_secret(upstream: str, tmp_path: Path) -> None:

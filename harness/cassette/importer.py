@@ -42,6 +42,7 @@ from harness.cassette.format import (
 )
 from harness.cassette.redact import (
     credentials_in,
+    credentials_in_query,
     header_items,
     keep_request_headers,
     keep_response_headers,
@@ -394,9 +395,18 @@ _READERS = {
 # One exchange -> one interaction in our format
 
 
+_BEDROCK_INVOKE = re.compile(r"^/model/[^/]+/(?:invoke|invoke-with-response-stream)$")
+_VERTEX_PREDICT = re.compile(r"/publishers/anthropic/models/[^/:]+:(?:rawPredict|streamRawPredict)$")
+
+
 def is_anthropic(host: str, path: str) -> bool:
-    """The Messages API (or a stand-in for it, such as a proxy or the simulator) rather than, say, an image host."""
-    return host == "anthropic.com" or host.endswith(".anthropic.com") or path.startswith(MESSAGES_PATH)
+    """The Messages API (or a stand-in for it, such as a proxy or the simulator, or Claude on Bedrock or
+    Vertex) rather than, say, an image host, a token refresh or a cloud metadata fetch."""
+    if host == "anthropic.com" or host.endswith(".anthropic.com") or path.startswith(MESSAGES_PATH):
+        return True
+    if host.startswith("bedrock-runtime.") and _BEDROCK_INVOKE.match(path):
+        return True
+    return _VERTEX_PREDICT.search(path) is not None
 
 
 def _plain(value: Any) -> Any:
@@ -430,7 +440,8 @@ def _store(target: dict[str, Any], raw: bytes | str | None, parsed: Any, *, cont
         raise CassetteError(reason, file=path, where=where) from None
 
 
-def _convert(exchange: _Exchange, position: int, path: Path, secrets: Iterable[str]) -> dict[str, Any]:
+def _convert(exchange: _Exchange, position: int, path: Path, secrets: Iterable[str], *,
+             rewrite_request_ids: bool = False) -> dict[str, Any]:
     url = urlsplit(exchange.uri)
     request: dict[str, Any] = {"method": exchange.method, "host": url.hostname or "", "path": url.path or "/"}
     if url.query:
@@ -461,7 +472,8 @@ def _convert(exchange: _Exchange, position: int, path: Path, secrets: Iterable[s
     interaction: dict[str, Any] = {"request": request, "response": response}
     if exchange.elapsed_ms is not None:
         interaction["elapsed_ms"] = exchange.elapsed_ms
-    redacted = redact_interaction(interaction, position=position, known_secrets=secrets)
+    redacted = redact_interaction(interaction, position=position, known_secrets=secrets,
+                                  rewrite_request_ids=rewrite_request_ids)
     assert redacted is not None  # no scrubber hooks here, so nothing is dropped
     return redacted
 
@@ -522,8 +534,20 @@ def detect_format(path: str | Path) -> str:
     return _read_document(Path(path))[0]
 
 
-def import_file(path: str | Path, *, keep_foreign_hosts: bool = True) -> CassetteFile:
-    """A foreign cassette as ours, in memory and validated. Non-Anthropic exchanges are kept or skipped."""
+def _sent_credentials(exchange: _Exchange, secret_headers: Iterable[str]) -> list[str]:
+    url = urlsplit(exchange.uri)
+    found = credentials_in(exchange.request_headers, secret_headers) + credentials_in_query(url.query)
+    with contextlib.suppress(ValueError):
+        if url.password:
+            found.append(url.password)
+    return found
+
+
+def import_file(path: str | Path, *, keep_foreign_hosts: bool = False, secret_headers: Iterable[str] = (),
+                rewrite_request_ids: bool = False) -> CassetteFile:
+    """A foreign cassette as ours, in memory and validated. Exchanges with hosts other than the Messages
+    API are left out (the count and hosts go in `harness.note`) unless `keep_foreign_hosts`; kept, they
+    are scrubbed like the rest."""
     path = Path(path)
     kind, data = _read_document(path)
     if kind == HARNESS:
@@ -532,8 +556,10 @@ def import_file(path: str | Path, *, keep_foreign_hosts: bool = True) -> Cassett
         exchanges = list(_READERS[kind](data, path))
 
     # Every credential any request of the file carried, scrubbed from every exchange (as the recorder
-    # does): a key sent as one request's x-api-key may be pasted into another's prompt.
-    secrets = sorted({secret for exchange in exchanges for secret in credentials_in(exchange.request_headers)})
+    # does): a key sent as one request's x-api-key may be pasted into another's prompt, and a token a
+    # left-out refresh call obtained may be echoed in a kept one.
+    headers = tuple(secret_headers)
+    secrets = sorted({secret for exchange in exchanges for secret in _sent_credentials(exchange, headers)})
     interactions: list[dict[str, Any]] = []
     skipped_hosts: list[str] = []
     first_api: _Exchange | None = None
@@ -546,7 +572,8 @@ def import_file(path: str | Path, *, keep_foreign_hosts: bool = True) -> Cassett
         elif first_api is None:
             first_api = exchange
         with _unexpected_shape(path, exchange.where):
-            interactions.append(_convert(exchange, len(interactions), path, secrets))
+            interactions.append(_convert(exchange, len(interactions), path, secrets,
+                                         rewrite_request_ids=rewrite_request_ids))
 
     first_messages_body = next(
         (i["request"].get("body") for i in interactions if i["request"]["path"] == MESSAGES_PATH), None
@@ -562,11 +589,17 @@ def import_file(path: str | Path, *, keep_foreign_hosts: bool = True) -> Cassett
         "imported_from": {"path": path.as_posix(), "format": kind},
     }
     if skipped_hosts:
-        hosts = ", ".join(sorted(set(skipped_hosts)))
-        meta["note"] = f"skipped {len(skipped_hosts)} non-Anthropic interaction(s) on import: {hosts}"
+        meta["note"] = skipped_note(skipped_hosts)
     cassette = CassetteFile(meta=meta, interactions=interactions, path=None)
     validate(cassette.to_data(), file=path)
     return cassette
+
+
+SKIPPED_NOTE = re.compile(r"^skipped (\d+) non-Anthropic interaction\(s\) on import: (.*)$")
+
+
+def skipped_note(hosts: list[str]) -> str:
+    return f"skipped {len(hosts)} non-Anthropic interaction(s) on import: {', '.join(sorted(set(hosts)))}"
 
 
 def load_any_cassette(path: str | Path) -> CassetteFile:
@@ -574,7 +607,9 @@ def load_any_cassette(path: str | Path) -> CassetteFile:
     path = Path(path)
     if not _starts_with_gzip(path) and re.search(r"(?m)^harness:", read_text_bounded(path)):
         return load_cassette(path)
-    return import_file(path)
+    # In memory only (show, trajectories, evals): other hosts stay, redacted, so a trajectory can say why
+    # it skipped them; `harness import` is what leaves them out of a written file.
+    return import_file(path, keep_foreign_hosts=True)
 
 
 @dataclass(frozen=True)
@@ -589,6 +624,12 @@ class ImportOutcome:
     @property
     def interactions(self) -> int:
         return len(self.cassette.interactions) if self.cassette else 0
+
+    @property
+    def skipped(self) -> tuple[int, str]:
+        """(interactions left out because they went to other hosts, those hosts)."""
+        note = SKIPPED_NOTE.match(str((self.cassette.meta if self.cassette else {}).get("note") or ""))
+        return (int(note.group(1)), note.group(2)) if note else (0, "")
 
     @property
     def streamed(self) -> int:
@@ -657,10 +698,12 @@ def _sources(sources: Iterable[str | Path], out_dir: Path) -> Iterator[tuple[Pat
 
 
 def iter_imports(sources: Iterable[str | Path], out_dir: str | Path, *,
-                 keep_foreign_hosts: bool = True) -> Iterator[ImportOutcome]:
+                 keep_foreign_hosts: bool = False, secret_headers: Iterable[str] = (),
+                 rewrite_request_ids: bool = False) -> Iterator[ImportOutcome]:
     """Import each source file (folders recursively) into `out_dir`, one outcome per file; never raises
     for a bad file, so one broken cassette does not stop the rest."""
     out_dir = Path(out_dir)
+    secret_headers = tuple(secret_headers)
     taken: set[Path] = set()
     for source, relative, problem in list(_sources(sources, out_dir)):
         if relative is None:
@@ -669,7 +712,8 @@ def iter_imports(sources: Iterable[str | Path], out_dir: str | Path, *,
         target = _unique(out_dir / relative, source, taken)
         taken.add(target)
         try:
-            cassette = import_file(source, keep_foreign_hosts=keep_foreign_hosts)
+            cassette = import_file(source, keep_foreign_hosts=keep_foreign_hosts, secret_headers=secret_headers,
+                                   rewrite_request_ids=rewrite_request_ids)
             cassette.path = save_cassette(cassette, target)
         except HarnessError as err:
             yield ImportOutcome(source=source, error=err)
@@ -680,7 +724,8 @@ def iter_imports(sources: Iterable[str | Path], out_dir: str | Path, *,
             yield ImportOutcome(source=source, target=target, cassette=cassette)
 
 
-def import_paths(sources: Iterable[str | Path], out_dir: str | Path, *, keep_foreign_hosts: bool = True) -> list[Path]:
+def import_paths(sources: Iterable[str | Path], out_dir: str | Path, *, keep_foreign_hosts: bool = False,
+                 secret_headers: Iterable[str] = (), rewrite_request_ids: bool = False) -> list[Path]:
     """Import files and folders into `out_dir`, keeping the layout below each folder; the written paths.
 
     Every importable file is written even when some fail; then `ImportFailed` (a CassetteError) names
@@ -688,7 +733,8 @@ def import_paths(sources: Iterable[str | Path], out_dir: str | Path, *, keep_for
     """
     written: list[Path] = []
     failures: list[ImportOutcome] = []
-    for outcome in iter_imports(sources, out_dir, keep_foreign_hosts=keep_foreign_hosts):
+    for outcome in iter_imports(sources, out_dir, keep_foreign_hosts=keep_foreign_hosts,
+                                secret_headers=secret_headers, rewrite_request_ids=rewrite_request_ids):
         if outcome.target is not None:
             written.append(outcome.target)
         else:

@@ -51,10 +51,13 @@ from harness.cassette.multipart import match_body_of
 from harness.cassette.redact import (
     Scrubber,
     credentials_in,
+    credentials_in_query,
     header_items,
     keep_request_headers,
     keep_response_headers,
     redact_interaction,
+    redact_live_request,
+    rewrite_request_id,
 )
 from harness.cassette.wire import body_bytes, store_body, stored_content_type
 from harness.errors import CassetteError
@@ -148,6 +151,8 @@ class Cassette:
         allow_repeats: bool = False,
         save_on_error: bool = False,
         note: str | None = None,
+        secret_headers: Sequence[str] = (),
+        rewrite_request_ids: bool = False,
     ) -> None:
         if mode not in MODES:
             raise CassetteError(f"unknown record mode {mode!r}; use one of {', '.join(MODES)}", file=path)
@@ -158,6 +163,8 @@ class Cassette:
         self.allow_repeats = allow_repeats
         self.save_on_error = save_on_error
         self.note = note
+        self.secret_headers = tuple(secret_headers)  # more headers whose values are credentials
+        self.rewrite_request_ids = rewrite_request_ids  # request ids are kept unless asked
         self.existed = self.path.exists()
         if self.existed and mode != "rewrite":
             self.recorded = load_cassette(self.path)
@@ -191,16 +198,25 @@ class Cassette:
         return [position for position, count in enumerate(self.play_counts) if count == 0]
 
     # -- the transport-agnostic core: the transport patch, the proxy and the replay server all call these ---
-    def lookup(self, method: str, path: str, query: str | None, raw_body: bytes | None) -> Lookup:
+    def lookup(self, method: str, path: str, query: str | None, raw_body: bytes | None,
+               headers: Any = ()) -> Lookup:
         """Register one request of the run and find the recording that answers it.
 
         `Lookup.position` is None when the request should go to the network (record modes); in a mode
-        that may not record, a request with no recording raises CassetteMismatch here.
+        that may not record, a request with no recording raises CassetteMismatch here. `headers` (the
+        request's, read only when the bytes are not a recorded request's) name the credentials it sent.
         """
         found = Lookup(b"", method.upper(), path, query or "", raw_body, self.requests_seen)
         known = self.index.known_fingerprint(method, path, query, raw_body)
-        # Not byte for byte a recorded request: parse it and match canonically.
-        found.fingerprint = known or request_fingerprint(method, path, query, found.body, self.ignore_fields)
+        if known is None:
+            # Not byte for byte a recorded request: parse it, redact it as the recorder would have
+            # written it (so a prompt holding a key matches, and no miss message shows the key), and
+            # match canonically. The credentials are the run's so far (a key one client sent may be pasted
+            # in another's prompt); only read here, off the path of requests that match by their bytes.
+            self._secrets.update(credentials_in(header_items(headers), self.secret_headers))
+            found.query, found.body = redact_live_request(found.query, found.body, self._secrets, raw_body)
+            known = request_fingerprint(method, path, found.query, found.body, self.ignore_fields)
+        found.fingerprint = known
         self.requests_seen += 1
         if self.replays:
             found.position = self.index.peek(found.fingerprint)
@@ -236,8 +252,11 @@ class Cassette:
     ) -> None:
         """Add one exchange as it happened: a response (body or SSE events) or a connection failure."""
         request_items = header_items(request_headers)
-        self._secrets.update(credentials_in(request_items))
         parsed = urlsplit(url)
+        self._secrets.update(credentials_in(request_items, self.secret_headers))
+        self._secrets.update(credentials_in_query(parsed.query))
+        if parsed.password:
+            self._secrets.add(parsed.password)
         stored_request: dict[str, Any] = {"method": method.upper(), "host": parsed.hostname or "",
                                           "path": parsed.path or "/"}
         if parsed.query:
@@ -273,7 +292,7 @@ class Cassette:
         A recorded connection failure is raised as the httpx2 error the transport would have raised.
         """
         path, _, query = request.url.raw_path.decode("ascii").partition("?")
-        found = self.lookup(request.method, path, query, raw_body)
+        found = self.lookup(request.method, path, query, raw_body, request.headers)
         if found.position is None:
             return None
         interaction = self.play(found)
@@ -292,20 +311,22 @@ class Cassette:
 
     # -- saving -------------------------------------------------------------------------------------------
     def interactions_to_save(self) -> list[dict[str, Any]]:
+        redacted = [redact_interaction(interaction, position=offset, known_secrets=self._secrets,
+                                       scrubbers=self.scrubbers)
+                    for offset, interaction in enumerate(self.new_interactions)]
+        fresh = [interaction for interaction in redacted if interaction is not None]
         if self.mode == "rewrite" or not self.existed:
             kept: list[dict[str, Any]] = []
         elif self.mode == "all":
-            renewed = {fingerprint_of_stored(i["request"], self.ignore_fields) for i in self.new_interactions}
+            # Compared as written: a recording is renewed by the redacted form of the new one.
+            renewed = {fingerprint_of_stored(i["request"], self.ignore_fields) for i in fresh}
             kept = [i for i in self.recorded.interactions
                     if fingerprint_of_stored(i["request"], self.ignore_fields) not in renewed]
         else:
             kept = list(self.recorded.interactions)
-        fresh = []
-        for offset, interaction in enumerate(self.new_interactions):
-            redacted = redact_interaction(interaction, position=len(kept) + offset, known_secrets=self._secrets,
-                                          scrubbers=self.scrubbers)
-            if redacted is not None:
-                fresh.append(redacted)
+        if self.rewrite_request_ids:
+            for offset, interaction in enumerate(fresh):
+                rewrite_request_id(interaction, len(kept) + offset)
         return kept + fresh
 
     def save(self) -> Path | None:

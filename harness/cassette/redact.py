@@ -1,17 +1,36 @@
-"""What may reach the disk: allow-listed headers, bodies with secrets scrubbed, stable request ids.
+"""What may reach the disk: allow-listed headers, and bodies, queries and streams with every credential out.
 
 Headers are allow-listed rather than deny-listed: SDK 2.x sends the key as `Authorization: Bearer`
-where 1.x used `x-api-key`, so a deny-list written for one version leaks under the next. Bodies are
-scrubbed for secret shapes (keys echoed into a prompt, organization ids inside 429 messages) and for
-the exact credential the recording run used.
+where 1.x used `x-api-key`, so a deny-list written for one version leaks under the next.
+
+Everything else is scrubbed of two things, wherever they sit (JSON and text bodies, the query, SSE
+events with a block's text joined across its start and deltas, base64 document blocks, binary and
+multipart bodies):
+
+- the exact credentials the run sent: the value of any auth-bearing header or query parameter of the
+  Anthropic, Bedrock (SigV4, bearer) and Vertex clients, and any header the user names;
+- credential shapes: Anthropic's (exact, ours), the vendor shapes detect-secrets knows (AWS ids,
+  GitHub, Slack, JWT, private keys, Stripe, ...), and the ones it does not (GCP `ya29.` tokens,
+  `AIza` keys, `GOCSPX-` client secrets, Google refresh tokens, AWS secret keys and session tokens
+  by their field name, OpenAI project keys, GitHub fine-grained tokens, whole PEM blocks).
+
+A credential becomes a typed placeholder, `<redacted:aws-secret-key:1>`: the number counts distinct
+values of that kind within one interaction (its request first), so a reviewer sees that the key the
+model echoed is the one the prompt held. The request's numbering depends on the request alone, which
+is what lets replay redact a live request the same way and match it (`redact_live_request`).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import contextlib
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode
 
 REQUEST_HEADERS_KEPT = frozenset({"anthropic-version", "anthropic-beta", "content-type"})
 RESPONSE_HEADERS_KEPT = frozenset(
@@ -20,62 +39,395 @@ RESPONSE_HEADERS_KEPT = frozenset(
 )
 RESPONSE_HEADER_PREFIXES_KEPT = ("anthropic-ratelimit-",)
 
-REDACTED = "[REDACTED]"
+# Headers whose value is a credential, for every client of the SDK: the first-party client (x-api-key,
+# Authorization: Bearer), Foundry (api-key), the Admin API, Vertex (Authorization: Bearer ya29., or an
+# x-goog-api-key), Bedrock (SigV4 Authorization plus x-amz-security-token, or a bearer API key).
+AUTH_HEADERS = frozenset({
+    "x-api-key", "api-key", "authorization", "proxy-authorization", "anthropic-admin-api-key",
+    "x-goog-api-key", "x-amz-security-token", "cookie",
+})
+# Query parameters that carry a credential (Google's `?key=`, presigned AWS URLs, OAuth).
+AUTH_QUERY_PARAMS = frozenset({
+    "key", "api_key", "apikey", "api-key", "access_token", "token", "auth", "client_secret", "refresh_token",
+    "x-amz-security-token", "x-amz-credential", "x-amz-signature", "x-goog-signature", "x-goog-credential",
+    "signature", "sig",
+})
+
+MIN_SECRET_LENGTH = 8  # a shorter "credential" (a replay's dummy key "x") would rewrite ordinary text
+LEGACY_PLACEHOLDERS = ("[REDACTED]", "[REDACTED-ORG]")  # written by earlier versions; still not a secret
+PLACEHOLDER = re.compile(r"<redacted:[a-z0-9-]+:\d+>")
 
 
 @dataclass(frozen=True)
-class SecretPattern:
-    name: str
+class Shape:
+    """A credential shape: `group` of `regex` is the secret (0: the whole match)."""
+
+    kind: str
     regex: re.Pattern[str]
-    replacement: str = REDACTED
+    group: int = 0
 
 
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_FIELD_SEP = r"""["']?\s*(?:[:=]|=>|>)\s*["']?"""  # `"k": "v"`, `k=v`, `k: v`, `<k>v`
 
-SECRET_PATTERNS: tuple[SecretPattern, ...] = (
-    SecretPattern("anthropic api key", re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")),
-    SecretPattern("bearer token", re.compile(r"(?i)\bbearer\s+(?!\[REDACTED\])[A-Za-z0-9._~+/=\-]{12,}"),
-                  "Bearer [REDACTED]"),
-    # An organization id next to its name: a 429 message ("... for your organization (uuid) ..."), an
-    # `anthropic-organization-id` header in any container (YAML list, HAR name/value pair).
-    SecretPattern(
-        "organization id",
-        re.compile(rf"(?i)(org(?:anization)?[\s\S]{{0,60}}?)(?<![0-9a-fA-F]){_UUID}"),
-        r"\1[REDACTED-ORG]",
-    ),
-    SecretPattern("cookie", re.compile(r"(?i)\b(__cf_bm|_cfuvid|cf_clearance|sessionKey)=(?!\[REDACTED)[^;\s\"']{8,}"),
-                  r"\1=[REDACTED]"),
+# Ours: Anthropic's shapes (kept exact), the vendors detect-secrets does not know, and the places a live
+# run puts an id or a cookie. Each needs something a sentence does not have (a vendor prefix, digits in a
+# bearer token, a field name next to the value), so prose is left alone.
+OWN_SHAPES: tuple[Shape, ...] = (
+    Shape("anthropic-key", re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")),
+    Shape("private-key", re.compile(
+        r"-----BEGIN ([A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----(?:[\s\S]*?-----END \1-----|[A-Za-z0-9+/=\s\\]*)")),
+    Shape("openai-key", re.compile(r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,}")),
+    Shape("github-token", re.compile(r"\b(?:github_pat_[A-Za-z0-9_]{22,}|gh[pousr]_[A-Za-z0-9_]{36,})")),
+    # detect-secrets' JWT pattern stops before the signature; this one takes all three parts.
+    Shape("jwt", re.compile(r"\beyJ[A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]+\.[A-Za-z0-9_=+/-]*")),
+    Shape("gcp-access-token", re.compile(r"\bya29\.[0-9A-Za-z_\-.]{20,}")),
+    Shape("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
+    Shape("google-client-secret", re.compile(r"\bGOCSPX-[0-9A-Za-z_\-]{20,}")),
+    Shape("google-refresh-token", re.compile(r"\b1(?://|%2F%2F)0[0-9A-Za-z_\-]{20,}")),
+    Shape("aws-secret-key", re.compile(
+        rf"(?i)(?:aws_?secret_?(?:access_?)?key|secret_?access_?key){_FIELD_SEP}"
+        r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"), 1),
+    Shape("aws-session-token", re.compile(
+        rf"(?i)(?:aws_?session_?token|session_?token|security_?token|\"token\"){_FIELD_SEP}"
+        r"([A-Za-z0-9/+=]{100,})"), 1),
+    Shape("credential", re.compile(
+        rf"(?i)\b(?:api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret|refresh[_-]?token|secret[_-]?key|"
+        rf"password|passwd){_FIELD_SEP}(?=[^\s\"'&,;<]*\d)([A-Za-z0-9._~+/\-%]{{16,}})"), 1),
+    # "Bearer authentication" is prose; a token has digits and letters and no spaces.
+    Shape("bearer-token", re.compile(
+        r"(?i)\bbearer\s+((?=[A-Za-z0-9._~+/=\-]*\d)(?=[A-Za-z0-9._~+/=\-]*[A-Za-z])[A-Za-z0-9._~+/=\-]{16,})"), 1),
+    # An organization id next to the word (a 429 message, an `anthropic-organization-id` header in any
+    # container); the word must stand alone, so "George ... <uuid>" is left as it is.
+    Shape("organization-id", re.compile(
+        rf"(?i)\b(?:org|organi[sz]ation)(?:[_-]?id)?\b[^\n]{{0,60}}?(?:\n[\s-]*)?(?<![0-9a-fA-F])({_UUID})"), 1),
+    Shape("cookie", re.compile(r"(?i)\b(?:__cf_bm|_cfuvid|cf_clearance|sessionKey)=([^;\s\"'<]{8,})"), 1),
 )
 
+# The detect-secrets plugins whose patterns are vendor shapes with a prefix. Left out: keyword and
+# entropy detectors (they flag prose and every base64 image), public IPs (not a credential), Artifactory
+# (`AP` + 9 letters is an ordinary word often enough), and the shapes with no prefix to pre-check that
+# also match ids and hex digests (Discord, Telegram, Twilio, Mailchimp).
+_DETECT_SECRETS_PLUGINS = {
+    "aws": ("AWSKeyDetector", "aws-key"),
+    "azure_storage_key": ("AzureStorageKeyDetector", "azure-storage-key"),
+    "basic_auth": ("BasicAuthDetector", "basic-auth"),
+    "github_token": ("GitHubTokenDetector", "github-token"),
+    "gitlab_token": ("GitLabTokenDetector", "gitlab-token"),
+    "jwt": ("JwtTokenDetector", "jwt"),
+    "npm": ("NpmDetector", "npm-token"),
+    "openai": ("OpenAIDetector", "openai-key"),
+    "private_key": ("PrivateKeyDetector", "private-key"),
+    "pypi_token": ("PypiTokenDetector", "pypi-token"),
+    "sendgrid": ("SendGridDetector", "sendgrid-key"),
+    "slack": ("SlackDetector", "slack-token"),
+    "square_oauth": ("SquareOAuthDetector", "square-secret"),
+    "stripe": ("StripeDetector", "stripe-key"),
+}
+# detect-secrets' AWS secret-key pattern needs a quote on both sides; ours above needs the field name.
+_AWS_SECRET_PATTERN = "aws.{0,20}?"
 
-def find_secrets(text: str) -> list[tuple[str, int, str]]:
-    """(pattern name, offset, matched text) for every secret-shaped string in `text`."""
-    hits = []
-    for pattern in SECRET_PATTERNS:
-        for match in pattern.regex.finditer(text):
-            hits.append((pattern.name, match.start(), match.group(0)))
-    return sorted(hits, key=lambda hit: hit[1])
+
+@functools.cache
+def shapes() -> tuple[Shape, ...]:
+    """Every shape, ours first (they win a tie). detect-secrets is imported on first use: it costs 0.2 s."""
+    from importlib import import_module
+
+    found = list(OWN_SHAPES)
+    for module, (class_name, kind) in _DETECT_SECRETS_PLUGINS.items():
+        plugin = getattr(import_module(f"detect_secrets.plugins.{module}"), class_name)()
+        for regex in plugin.denylist:
+            if regex.pattern.startswith(_AWS_SECRET_PATTERN):
+                found.append(Shape("aws-secret-key", regex, 1))
+            elif kind == "private-key":
+                continue  # it finds the BEGIN line; ours removes the whole block
+            else:
+                found.append(Shape("aws-access-key-id" if kind == "aws-key" else kind, regex,
+                                   1 if regex.groups and kind in ("basic-auth", "npm-token") else 0))
+    return tuple(found)
 
 
-def scrub_text(text: str, known_secrets: Iterable[str] = ()) -> str:
-    for secret in known_secrets:
-        if secret and len(secret) >= 8 and secret in text:
-            text = text.replace(secret, REDACTED)
-    for pattern in SECRET_PATTERNS:
-        text = pattern.regex.sub(pattern.replacement, text)
-    return text
+# A cheap test before any shape runs, for every text the redactor sees: text that holds none of these
+# anchors is left alone, so an ordinary request costs a few dozen substring searches (a regular-expression
+# alternation over the same text costs 40 times as much). Every shape above, and every plugin kept, needs
+# one of them (the rarer AWS id prefixes and GitLab token kinds share the anchors of their kin, or are
+# left to the scan); none is in an ordinary request.
+_ANCHORS = (
+    "sk-ant-", "sk-proj-", "sk-svcacct-", "sk-admin-", "T3Blbk", "AKIA", "ASIA", "ya29.", "AIza", "GOCSPX", "1//0",
+    "%2F%2F0", "PRIVATE KEY", "ghp_", "gho_", "ghu_",
+    "ghs_", "ghr_", "github_pat", "glpat-", "xox", "hooks.slack", "eyJ", "SG.", "sq0csp", "k_live_", "AccountKey",
+    "_authToken", "pypi-", "__cf_bm", "_cfuvid", "cf_clearance",
+)
+# Case-insensitive words that start a shape wherever they are ...
+_WORDS = ("bearer", "sessionkey=", "aws")
+# ... and field names that do only when a value follows (`"token": `, `password=`; not `max_tokens`).
+_FIELD_WORDS = ("token", "secret", "key", "password", "passwd")
+_BASIC_AUTH_HINT = re.compile(r"://[^\s/@\"']+@")
+_UUID_RE = re.compile(_UUID)
+_BYTE_ANCHORS = tuple(anchor.encode() for anchor in _ANCHORS)
+_BYTE_WORDS = tuple(word.encode() for word in _WORDS)
 
 
-def scrub(value: Any, known_secrets: Iterable[str] = ()) -> Any:
-    """A copy of JSON-like `value` with every string scrubbed."""
-    secrets = tuple(known_secrets)
-    if isinstance(value, str):
-        return scrub_text(value, secrets)
-    if isinstance(value, dict):
-        return {key: scrub(item, secrets) for key, item in value.items()}
-    if isinstance(value, list):
-        return [scrub(item, secrets) for item in value]
-    return value
+def might_hold_secret(text: str) -> bool:
+    if any(anchor in text for anchor in _ANCHORS):
+        return True
+    lower = text.lower()
+    if any(word in lower for word in _WORDS) or _has_field(lower, ":=>", "\"' "):
+        return True
+    if "://" in text and "@" in text and _BASIC_AUTH_HINT.search(text):
+        return True
+    return "org" in lower and _UUID_RE.search(text) is not None
+
+
+def might_hold_secret_bytes(raw: bytes) -> bool:
+    """`might_hold_secret` of UTF-8 bytes, without decoding them (every anchor is ASCII)."""
+    if any(anchor in raw for anchor in _BYTE_ANCHORS):
+        return True
+    lower = raw.lower()
+    if any(word in lower for word in _BYTE_WORDS) or _has_field(lower, b":=>", b"\"' "):
+        return True
+    if b"://" in raw and b"@" in raw:
+        return True
+    return b"org" in lower and _UUID_RE.search(raw.decode("utf-8", errors="replace")) is not None
+
+
+def _has_field(lower: Any, separators: Any, skipped: Any) -> bool:
+    for word in _FIELD_WORDS:
+        needle = word if isinstance(lower, str) else word.encode()
+        start = lower.find(needle)
+        while start != -1:
+            after = lower[start + len(needle):start + len(needle) + 4].lstrip(skipped)
+            if after[:1] and after[:1] in separators:
+                return True
+            start = lower.find(needle, start + 1)
+    return False
+
+
+def find_secrets(text: str, known: Mapping[str, str] | None = None) -> list[tuple[str, int, int]]:
+    """(kind, start, end) of every credential in `text`, without overlaps, in order.
+
+    `known` maps a credential the run sent to its kind; they are found wherever they appear, whatever
+    their shape.
+    """
+    spans: list[tuple[int, int, str]] = []
+    for secret, kind in (known or {}).items():
+        start = text.find(secret)
+        while start != -1:
+            spans.append((start, start + len(secret), kind))
+            start = text.find(secret, start + len(secret))
+    if might_hold_secret(text):
+        for shape in shapes():
+            for match in shape.regex.finditer(text):
+                start, end = match.span(shape.group)
+                if end - start >= MIN_SECRET_LENGTH:
+                    spans.append((start, end, shape.kind))
+    if not spans:
+        return []
+    spans.sort(key=lambda span: (span[0], span[0] - span[1]))
+    kept: list[tuple[str, int, int]] = []
+    reach = -1
+    for start, end, kind in spans:
+        if start >= reach:
+            kept.append((kind, start, end))
+            reach = end
+        elif end > reach:  # overlapping: widen the one kept, so no tail of a secret is left
+            kind0, start0, _ = kept[-1]
+            kept[-1] = (kind0, start0, end)
+            reach = end
+    return kept
+
+
+def kind_of(value: str) -> str:
+    """The kind of a credential value the run sent: its shape's, else plain `credential`."""
+    for shape in shapes():
+        match = shape.regex.search(value)
+        if match and match.span(shape.group) == (0, len(value)):
+            return shape.kind
+    return "credential"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Redacting: one Redactor per interaction, so that a value gets one placeholder all through it
+
+
+@dataclass
+class Redactor:
+    """Replaces credentials with `<redacted:kind:n>`, numbering each kind's distinct values in order."""
+
+    known: dict[str, str] = field(default_factory=dict)  # credential value -> kind
+    numbers: dict[tuple[str, str], int] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def for_credentials(cls, credentials: Iterable[str]) -> Redactor:
+        return cls(known=credential_kinds(credentials))
+
+    def placeholder(self, kind: str, value: str) -> str:
+        number = self.numbers.get((kind, value))
+        if number is None:
+            number = self.numbers[(kind, value)] = self.counts.get(kind, 0) + 1
+            self.counts[kind] = number
+        return f"<redacted:{kind}:{number}>"
+
+    def text(self, text: str) -> str:
+        spans = find_secrets(text, self.known)
+        if not spans:
+            return text
+        out, last = [], 0
+        for kind, start, end in spans:
+            out.append(text[last:start])
+            out.append(self.placeholder(kind, text[start:end]))
+            last = end
+        out.append(text[last:])
+        return "".join(out)
+
+    def binary(self, raw: bytes) -> bytes:
+        """A binary body (a Files API upload, a multipart part with a file): latin-1 keeps every byte."""
+        return self.text(raw.decode("latin-1")).encode("latin-1")
+
+    def value(self, value: Any) -> Any:
+        """A copy of JSON-like `value` with every string redacted; base64 document data decoded first."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return [self.value(item) for item in value]
+        if isinstance(value, dict):
+            # Sorted, so that the numbering does not depend on the order the keys were sent in. A field
+            # named for a credential ("SecretAccessKey", "refresh_token") is one, whatever its value looks like.
+            done = {key: self._field(key, value[key]) for key in sorted(value, key=str)}
+            if _is_base64_source(value):
+                # An image's pixels hold no text to redact (and are megabytes to search); a PDF or a
+                # text file is searched decoded.
+                is_image = str(value.get("media_type")).startswith("image/")
+                done["data"] = value["data"] if is_image else self._base64(value["data"])
+            return {key: done[key] for key in value}
+        return value
+
+    def _field(self, key: Any, value: Any) -> Any:
+        if isinstance(value, str) and isinstance(key, str) and _TOKEN_LIKE.fullmatch(value):
+            kind = _CREDENTIAL_FIELDS.get(key.lower().replace("-", "_"))
+            if kind:
+                return self.placeholder(self.known.get(value) or _field_kind(value, kind), value)
+        return self.value(value)
+
+    def _base64(self, data: str) -> str:
+        try:
+            raw = base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            return self.text(data)
+        cleaned = self.binary(raw)
+        return data if cleaned == raw else base64.b64encode(cleaned).decode("ascii")
+
+    def query(self, query: str) -> str:
+        """A query with every auth parameter's value, and any credential elsewhere in it, replaced."""
+        pairs = parse_qsl(query, keep_blank_values=True)
+        out = []
+        for name, value in pairs:
+            is_credential = name.lower() in AUTH_QUERY_PARAMS and len(value) >= MIN_SECRET_LENGTH
+            if is_credential and not PLACEHOLDER.fullmatch(value):
+                value = self.placeholder(self.known.get(value) or kind_of(value), value)
+            else:
+                value = self.text(value)
+            out.append((name, value))
+        return urlencode(out, safe=":<>/", quote_via=quote)
+
+    def events(self, events: list[Any]) -> list[Any]:
+        """SSE events, with each block's text joined (block start and deltas) before it is searched: a stream
+        cuts text anywhere, so a key can arrive as `sk-an` + `t-api03-...`, its prefix even in the
+        content_block_start. The secret's characters leave every piece; its placeholder goes where it began."""
+        events = [_copy_event(event) for event in events]
+        for parts in stream_blocks(events):
+            texts = [holder[name] for holder, name in parts]
+            joined = "".join(texts)
+            spans = find_secrets(joined, self.known)
+            if spans:
+                for (holder, name), piece in zip(parts, self._cut(joined, texts, spans), strict=True):
+                    holder[name] = piece
+        return [self.value(event) for event in events]
+
+    def _cut(self, joined: str, texts: list[str], spans: list[tuple[str, int, int]]) -> list[str]:
+        pieces, offset = [], 0
+        for text in texts:
+            start, end = offset, offset + len(text)
+            out, cursor = [], start
+            for kind, s_start, s_end in spans:
+                if s_end <= start or s_start >= end:
+                    continue
+                out.append(joined[cursor:max(cursor, s_start)])
+                if s_start >= start:
+                    out.append(self.placeholder(kind, joined[s_start:s_end]))
+                cursor = min(end, s_end)
+            out.append(joined[cursor:end])
+            pieces.append("".join(out))
+            offset = end
+        return pieces
+
+
+_STREAMED_FIELDS = ("text", "partial_json", "thinking")
+
+
+def stream_blocks(events: Iterable[Any]) -> list[list[tuple[dict[str, Any], str]]]:
+    """Each streamed block's pieces in order, as (the dict holding a piece, its field): the block start's
+    text, then each delta's. Joined, they are the text the client puts together."""
+    blocks: dict[tuple[Any, str], list[tuple[dict[str, Any], str]]] = {}
+    for event in events:
+        data = event.get("data") if isinstance(event, dict) else None
+        if not isinstance(data, dict):
+            continue
+        holder: Any = None
+        if data.get("type") == "content_block_start":
+            holder = data.get("content_block")
+        elif data.get("type") == "content_block_delta":
+            holder = data.get("delta")
+        if isinstance(holder, dict):
+            for name in _STREAMED_FIELDS:
+                if isinstance(holder.get(name), str):
+                    blocks.setdefault((data.get("index"), name), []).append((holder, name))
+    return list(blocks.values())
+
+
+# JSON fields whose value is a credential (a token endpoint's answer, a cloud metadata document, a config
+# pasted into a tool result), with the kind their value gets when it has no shape of its own.
+_CREDENTIAL_FIELDS = {
+    "secretaccesskey": "aws-secret-key", "secret_access_key": "aws-secret-key",
+    "aws_secret_access_key": "aws-secret-key", "sessiontoken": "aws-session-token",
+    "session_token": "aws-session-token", "aws_session_token": "aws-session-token", "token": "aws-session-token",
+    "access_token": "access-token", "refresh_token": "refresh-token", "id_token": "jwt",
+    "client_secret": "client-secret",
+    "api_key": "credential", "apikey": "credential", "x_api_key": "credential", "password": "password",
+    "private_key": "private-key", "secret": "credential",
+}
+
+
+# A value that can be a credential: one word of 16 characters or more with a digit in it, and not one of
+# our placeholders (a tool's `{"password": "radiance"}` is an argument, not a credential).
+_TOKEN_LIKE = re.compile(r"(?!<redacted:)(?=\S*\d)\S{16,}")
+
+
+def _field_kind(value: str, fallback: str) -> str:
+    kind = kind_of(value)
+    return fallback if kind == "credential" else kind
+
+
+def _copy_event(event: Any) -> Any:
+    if isinstance(event, dict):
+        return {key: _copy_event(value) for key, value in event.items()}
+    if isinstance(event, list):
+        return [_copy_event(value) for value in event]
+    return event
+
+
+def _is_base64_source(value: Mapping[str, Any]) -> bool:
+    """A Messages API source block of base64 data (an image, a PDF, a text file)."""
+    return value.get("type") == "base64" and isinstance(value.get("data"), str)
+
+
+def credential_kinds(credentials: Iterable[str]) -> dict[str, str]:
+    return {value: kind_of(value) for value in credentials if len(value) >= MIN_SECRET_LENGTH}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Headers: what is kept, and which values are credentials
 
 
 def keep_request_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
@@ -92,26 +444,88 @@ def keep_response_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
 
 
 def placeholder_request_id(position: int) -> str:
-    """Stable across re-recordings, so `message._request_id` still works and diffs stay quiet."""
+    """Only when asked (`rewrite_request_ids`): a request id is not a credential, and the SDK shows it."""
     return f"req_redacted_{position:04d}"
 
 
-def credentials_in(headers: Iterable[tuple[str, str]]) -> list[str]:
-    """The credential values a request carried, so that an echo of them anywhere can be removed."""
+def rewrite_request_id(interaction: dict[str, Any], position: int) -> None:
+    """The response's request id (header and error body) as `req_redacted_NNNN`, in place."""
+    response = interaction.get("response")
+    if not isinstance(response, dict):
+        return
+    headers = response.get("headers") or {}
+    if "request-id" in headers:
+        headers["request-id"] = placeholder_request_id(position)
+    body = response.get("body")
+    if isinstance(body, dict) and isinstance(body.get("request_id"), str):
+        body["request_id"] = placeholder_request_id(position)
+
+
+_SIGV4_CREDENTIAL = re.compile(r"Credential=([A-Za-z0-9]{16,128})/")
+
+
+def credentials_in(headers: Iterable[tuple[str, str]], extra_headers: Iterable[str] = ()) -> list[str]:
+    """The credential values a request carried, so that an echo of them anywhere can be removed.
+
+    `extra_headers`: more header names whose values are credentials (a gateway's own key header).
+    """
+    names = AUTH_HEADERS | {name.lower() for name in extra_headers}
     found = []
     for name, value in headers:
         lower = name.lower()
-        if lower == "x-api-key":
-            found.append(value.strip())
-        elif lower == "authorization":
-            found.append(value.split(" ", 1)[-1].strip())
+        if lower not in names:
+            continue
+        value = value.strip()
+        if lower in ("authorization", "proxy-authorization"):
+            scheme, _, rest = value.partition(" ")
+            if scheme.upper().startswith("AWS4-"):  # SigV4: the access key id is the credential
+                found.extend(_SIGV4_CREDENTIAL.findall(rest))
+                continue
+            token = rest.strip() or scheme
+            found.append(token)
+            if scheme.lower() == "basic":
+                with contextlib.suppress(binascii.Error, ValueError):
+                    found.append(base64.b64decode(token, validate=True).decode("utf-8").partition(":")[2])
         elif lower == "cookie":
             found.extend(part.split("=", 1)[-1].strip() for part in value.split(";"))
-    return [secret for secret in found if len(secret) >= 8]
+        else:
+            found.append(value)
+    return [secret for secret in found if len(secret) >= MIN_SECRET_LENGTH]
+
+
+def credentials_in_query(query: str | None) -> list[str]:
+    if not query:
+        return []
+    return [value for name, value in parse_qsl(query, keep_blank_values=True)
+            if name.lower() in AUTH_QUERY_PARAMS and len(value) >= MIN_SECRET_LENGTH]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Interactions as they are written, and live requests as they are matched
 
 
 Scrubber = Callable[[dict[str, Any]], dict[str, Any] | None]
 """A user hook: gets an interaction about to be written, returns it changed (or None to drop it)."""
+
+_BODY_KEYS = ("body", "body_text", "body_base64", "events")
+
+
+def _redact_message(redactor: Redactor, message: dict[str, Any]) -> dict[str, Any]:
+    out = dict(message)
+    if isinstance(out.get("query"), str):
+        out["query"] = redactor.query(out["query"])
+    if isinstance(out.get("events"), list):
+        out["events"] = redactor.events(out["events"])
+    if "body" in out:
+        out["body"] = redactor.value(out["body"])
+    if isinstance(out.get("body_text"), str):
+        out["body_text"] = redactor.text(out["body_text"])
+    if isinstance(out.get("body_base64"), str):
+        out["body_base64"] = redactor._base64(out["body_base64"])
+    for key, value in list(out.items()):
+        if key not in _BODY_KEYS and key != "query":
+            out[key] = redactor.value(value)
+    return out
 
 
 def redact_interaction(
@@ -120,21 +534,19 @@ def redact_interaction(
     position: int,
     known_secrets: Iterable[str] = (),
     scrubbers: Iterable[Scrubber] = (),
+    rewrite_request_ids: bool = False,
 ) -> dict[str, Any] | None:
-    """The interaction as it may be written: secrets scrubbed, request-id made stable, hooks applied."""
-    secrets = tuple(known_secrets)
-    out = scrub(interaction, secrets)
-    response = out.get("response")
-    if isinstance(response, dict):
-        original = interaction.get("response")
-        if isinstance(response.get("events"), list) and isinstance(original, dict):
-            _scrub_across_deltas(original["events"], response["events"], secrets)
-        headers = response.get("headers") or {}
-        if "request-id" in headers:
-            headers["request-id"] = placeholder_request_id(position)
-        body = response.get("body")
-        if isinstance(body, dict) and isinstance(body.get("request_id"), str):
-            body["request_id"] = placeholder_request_id(position)
+    """The interaction as it may be written: credentials out (request first, so its placeholders are the
+    ones `redact_live_request` gives), request ids kept unless asked otherwise, hooks applied."""
+    redactor = Redactor.for_credentials(known_secrets)
+    out: dict[str, Any] = {}
+    for key, value in interaction.items():
+        if key in ("request", "response") and isinstance(value, dict):
+            out[key] = _redact_message(redactor, value)
+        else:
+            out[key] = redactor.value(value)
+    if rewrite_request_ids:
+        rewrite_request_id(out, position)
     for hook in scrubbers:
         result = hook(out)
         if result is None:
@@ -143,29 +555,49 @@ def redact_interaction(
     return out
 
 
-_DELTA_FIELDS = ("text", "partial_json", "thinking")
+def redact_live_request(query: str, body: Any, known_secrets: Iterable[str] = (),
+                        raw: bytes | None = None) -> tuple[str, Any]:
+    """A live request's query and parsed body (`raw`: its bytes, when known) as the recorder would have
+    written them, for matching.
+
+    Costs one pre-check scan of the bytes when nothing in them can be a credential (the common case).
+    """
+    known = tuple(known_secrets)
+    redactor = Redactor.for_credentials(known)  # one numbering, query first: as `redact_interaction` does
+    if query:
+        query = redactor.query(query)
+    if _needs_redaction(body, known, raw):
+        if isinstance(body, dict) and set(body) == {"$base64"}:
+            body = {"$base64": redactor._base64(body["$base64"])}
+        else:
+            body = redactor.value(body)
+    return query, body
 
 
-def _scrub_across_deltas(original: list[Any], scrubbed: list[Any], secrets: tuple[str, ...]) -> None:
-    """A stream cuts text anywhere, so a key the model echoes can arrive as `sk-an` + `t-api03-...`: no
-    single event holds it, and the client joins it back. Join each block's deltas as they arrived (before
-    the per-event scrub, which would leave the tail of a key cut after its prefix); where the joined text
-    holds a secret, the block's first delta in `scrubbed` carries the scrubbed text, the others none."""
-    pieces: dict[tuple[Any, str], list[tuple[str, dict[str, Any]]]] = {}
-    for before, after in zip(original, scrubbed, strict=True):
-        data = before.get("data") if isinstance(before, dict) else None
-        if not (isinstance(data, dict) and data.get("type") == "content_block_delta"):
-            continue
-        delta, cleaned = data.get("delta"), after["data"].get("delta")
-        for name in _DELTA_FIELDS:
-            if isinstance(delta, dict) and isinstance(delta.get(name), str):
-                pieces.setdefault((data.get("index"), name), []).append((delta[name], cleaned))
-    for (_, name), parts in pieces.items():
-        joined = "".join(text for text, _ in parts)
-        cleaned_text = scrub_text(joined, secrets)
-        if cleaned_text != joined:
-            for position, (_, target) in enumerate(parts):
-                target[name] = cleaned_text if position == 0 else ""
+_TEXT_DOCUMENT = re.compile(r"""["']media_type["']:\s*["'](?!image/)""")
+
+
+def _needs_redaction(body: Any, known: tuple[str, ...], raw: bytes | None) -> bool:
+    if body is None:
+        return False
+    if raw:
+        if might_hold_secret_bytes(raw):
+            return True
+        return any(secret.encode() in raw for secret in known if len(secret) >= MIN_SECRET_LENGTH) or (
+            b"media_type" in raw and _TEXT_DOCUMENT.search(raw.decode("utf-8", errors="replace")) is not None)
+    text = body if isinstance(body, str) else repr(body)
+    if might_hold_secret(text) or any(secret in text for secret in known if len(secret) >= MIN_SECRET_LENGTH):
+        return True
+    # A base64 PDF or text file can hide a key that no pre-check sees in the encoded text.
+    return _TEXT_DOCUMENT.search(text) is not None
+
+
+def redact_target(target: str) -> str:
+    """A request target (path and query) fit for a log line or a status page."""
+    path, sep, query = target.partition("?")
+    if not sep:
+        return Redactor().text(path)
+    return Redactor().text(path) + "?" + Redactor().query(query)
 
 
 def header_items(headers: Mapping[str, Any] | Iterable[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -1,19 +1,40 @@
-"""`harness scan PATH...`: find secret-shaped strings in cassettes and fixtures; exit 1 on any.
+"""`harness scan PATH...`: find credentials in cassettes and fixtures; exit 1 on any.
 
-It reads the raw text, not the parsed YAML, so a secret hidden in a comment or a folded scalar is
-found too. Placeholders written by the redactor (`[REDACTED]`, `req_redacted_0001`) do not count.
+Every form the importer reads is scanned (`.yaml`, `.yml`, `.json`, `.har`, `.yaml.gz`, in any case of
+extension; and `.txt`, `.md`). Each file is searched twice:
+
+- its raw text (gunzipped when it is gzip), so that a secret in a comment or a folded scalar is found;
+- what the raw text hides: base64 and `!!binary` bodies decoded (and gunzipped), and each streamed
+  block's text joined across its start and deltas, in our events and in foreign SSE bodies alike, since a
+  key cut as `sk-an` + `t-api03-...` is whole only once joined.
+
+The shapes are the redactor's (`redact.find_secrets`), so what scan flags is what the recorder removes,
+and prose ("Bearer authentication", a name beside a UUID) is flagged by neither. Placeholders
+(`<redacted:kind:n>`, and `[REDACTED]` from earlier versions) are not secrets.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import binascii
+import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from harness.cassette.redact import find_secrets
+from harness.cassette.format import parse_yaml
+from harness.cassette.redact import find_secrets, stream_blocks
+from harness.cassette.sse import parse_sse
+from harness.cassette.wire import GZIP_MAGIC, BodyTooLarge, gunzip_bounded
+from harness.errors import HarnessError
 
-SCANNED_SUFFIXES = (".yaml", ".yml", ".json", ".har", ".txt", ".md")
+SCANNED_SUFFIXES = (".yaml", ".yml", ".json", ".har", ".txt", ".md", ".yaml.gz", ".yml.gz", ".json.gz", ".har.gz")
+_STRUCTURED = (".yaml", ".yml", ".json", ".har")
+_BASE64 = re.compile(r"[A-Za-z0-9+/=\s]{24,}")
+_MAX_SCANNED_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -27,10 +48,14 @@ class Finding:
         return f"{self.file}:{self.line}: {self.kind}: {self.excerpt}"
 
 
+def is_scanned(path: Path) -> bool:
+    return path.name.lower().endswith(SCANNED_SUFFIXES)
+
+
 def _files(paths: Iterable[Path]) -> Iterator[Path]:
     for path in paths:
         if path.is_dir():
-            yield from sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SCANNED_SUFFIXES)
+            yield from sorted(p for p in path.rglob("*") if p.is_file() and is_scanned(p))
         elif path.is_file():
             yield path
 
@@ -40,19 +65,119 @@ def _mask(secret: str) -> str:
     return secret[:10] + "…" if len(secret) > 10 else secret[:3] + "…"
 
 
+def _line(text: str, offset: int) -> int:
+    return text.count("\n", 0, max(offset, 0)) + 1
+
+
 def scan_text(text: str, file: Path) -> list[Finding]:
-    findings = []
-    for kind, offset, matched in find_secrets(text):
-        line = text.count("\n", 0, offset) + 1
-        findings.append(Finding(file, line, kind, _mask(matched)))
+    """The credentials in `text` as it stands, each with its line."""
+    return [Finding(file, _line(text, start), kind, _mask(text[start:end]))
+            for kind, start, end in find_secrets(text)]
+
+
+# ---------------------------------------------------------------------------------------------------
+# What the raw text hides
+
+
+def _decoded(raw: bytes) -> str:
+    if raw[:2] == GZIP_MAGIC:
+        try:
+            raw = gunzip_bounded(raw)
+        except (BodyTooLarge, OSError, EOFError, ValueError):
+            return ""
+    return raw.decode("utf-8", errors="replace")
+
+
+def _from_base64(value: str) -> str | None:
+    if not _BASE64.fullmatch(value) or not re.search(r"[0-9+/]", value):
+        return None  # words and ids are not base64 bodies
+    try:
+        raw = base64.b64decode("".join(value.split()), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return _decoded(raw)
+
+
+def _joined_streams(events: list[Any]) -> Iterator[tuple[str, str]]:
+    """(a block's joined text, its first non-empty piece) for every streamed block."""
+    for parts in stream_blocks(events):
+        pieces = [holder[name] for holder, name in parts]
+        if len(pieces) > 1:
+            yield "".join(pieces), next((piece for piece in pieces if piece), "")
+
+
+def _hidden(value: Any) -> Iterator[tuple[str, str, str]]:
+    """(text, how it was hidden, an anchor to find its line by) for every decoded body and joined stream."""
+    if isinstance(value, dict):
+        if isinstance(value.get("events"), list):
+            for text, anchor in _joined_streams(value["events"]):
+                yield text, "joined stream", anchor
+        for item in value.values():
+            yield from _hidden(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _hidden(item)
+    elif isinstance(value, bytes):  # YAML !!binary
+        text = _decoded(value)
+        yield text, "binary body", base64.b64encode(value[:30]).decode("ascii")[:40]
+        yield from _sse(text)
+    elif isinstance(value, str):
+        text = _from_base64(value) if len(value) >= 24 else None
+        if text:
+            yield text, "base64 body", value.strip()[:40]
+            yield from _sse(text)
+        elif "data:" in value:
+            yield from _sse(value)
+
+
+def _sse(text: str) -> Iterator[tuple[str, str, str]]:
+    if "data:" not in text:
+        return
+    for joined, anchor in _joined_streams(parse_sse(text)):
+        yield joined, "joined stream", anchor
+
+
+def _parsed(text: str, file: Path) -> Any:
+    name = file.name.lower().removesuffix(".gz")
+    if not name.endswith(_STRUCTURED):
+        return None
+    try:
+        if text.lstrip()[:1] in ("{", "["):
+            return json.loads(text)
+        return parse_yaml(text, file=file)  # the safe loader, alias bombs refused
+    except (ValueError, RecursionError, HarnessError):
+        return None  # not parseable: the raw pass still ran
+
+
+def _where(raw: str, anchor: str) -> int:
+    if anchor:
+        for needle in (anchor, json.dumps(anchor)[1:-1]):
+            offset = raw.find(needle[:40])
+            if offset != -1:
+                return _line(raw, offset)
+    return 1
+
+
+def scan_file(file: Path) -> list[Finding]:
+    raw_bytes = file.read_bytes()[:_MAX_SCANNED_BYTES]
+    text = _decoded(raw_bytes)
+    findings = scan_text(text, file)
+    seen = {(finding.kind, finding.excerpt) for finding in findings}
+    data = _parsed(text, file)
+    for hidden, how, anchor in _hidden(data) if data is not None else ():
+        for kind, start, end in find_secrets(hidden):
+            excerpt = _mask(hidden[start:end])
+            if (kind, excerpt) in seen:
+                continue
+            seen.add((kind, excerpt))
+            findings.append(Finding(file, _where(text, anchor), f"{kind} (in a {how})", excerpt))
     return findings
 
 
 def scan_paths(paths: Iterable[Path]) -> list[Finding]:
     findings: list[Finding] = []
     for file in _files(paths):
-        text = file.read_bytes().decode("utf-8", errors="replace")
-        findings.extend(scan_text(text, file))
+        findings.extend(scan_file(file))
     return findings
 
 
