@@ -169,7 +169,7 @@ class _Clock:
 
 async def _sample(case: Case, sample_id: str) -> EvalSample:
     from inspect_ai.log import EvalSample
-    from inspect_ai.model import ChatMessageAssistant, ModelOutput, ModelUsage, messages_from_anthropic
+    from inspect_ai.model import ModelOutput, ModelUsage, messages_from_anthropic
 
     trajectory = case.trajectory
     clock = _Clock(_origin(trajectory))
@@ -206,8 +206,6 @@ async def _sample(case: Case, sample_id: str) -> EvalSample:
     first = trajectory.runs[0] if trajectory.runs else None
     opening = first.conversation()[:1] if first else []
     sample_input = await messages_from_anthropic([m for _, m in opening]) if opening else ""  # type: ignore[arg-type]
-    if not isinstance(output.message, ChatMessageAssistant):
-        output = ModelOutput(model=output.model, error=output.error)
     return EvalSample(
         id=sample_id,
         epoch=1,
