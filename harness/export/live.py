@@ -112,7 +112,8 @@ class LoopSpans:
             span.set_attributes(genai.response_attributes(message_id=data.get("id"), model=data.get("model"),
                                                           stop_reason=data.get("stop_reason"), usage=usage))
             if self.content:
-                span.set_attributes(genai.content_attributes([], data.get("content") or [], data.get("stop_reason")))
+                output = genai.content_attributes([], data.get("content") or [], data.get("stop_reason"))
+                span.set_attribute(genai.OUTPUT_MESSAGES, output[genai.OUTPUT_MESSAGES])
         else:
             status = getattr(error, "status_code", None)
             if isinstance(status, int):
