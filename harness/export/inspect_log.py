@@ -133,10 +133,11 @@ def _results(samples: list[EvalSample]) -> Any:
 async def _samples(cases: Sequence[Case]) -> list[EvalSample]:
     samples, seen = [], set()
     for case in cases:
-        sample_id, n = case.label, 1
+        base = case.label
+        sample_id, n = base, 1
         while sample_id in seen:  # the same cassette twice: inspect needs distinct sample ids
             n += 1
-            sample_id = f"{case.label}#{n}"
+            sample_id = f"{base}~{n}"
         seen.add(sample_id)
         samples.append(await _sample(case, sample_id))
     return samples
