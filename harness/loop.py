@@ -672,13 +672,13 @@ async def _call_async(client: anthropic.AsyncAnthropic, effect: _CallModel) -> _
     return _ModelReply(message=message, error=None, duration_ms=_elapsed_ms(start))
 
 
-def _loop_spans(provider: Any, model: str) -> Any:
-    """The run's span emitter (harness/export/live.py), or None: then tracing costs one dict lookup."""
+def _loop_spans(provider: Any, model: str, client: Any = None) -> Any:
+    """The run's span emitter (harness/export/live.py), or None when there is no provider to emit to."""
     if provider is None and "opentelemetry.trace" not in sys.modules:
         return None  # nobody imported OpenTelemetry, so no global provider is set
     from harness.export.live import loop_spans
 
-    return loop_spans(provider, model=model)
+    return loop_spans(provider, model=model, client=client)
 
 
 def _span_start(spans: Any, effect: _Effect) -> Any:
@@ -709,11 +709,12 @@ def run_loop(
 ) -> RunResult:
     """Run the agent loop to an outcome. `overrides` replace `LoopConfig` fields, e.g. max_steps=5.
 
-    `tracer_provider` (else OpenTelemetry's global one, when set) gets GenAI spans of the run as it goes.
+    `tracer_provider` (else OpenTelemetry's global one, when set) gets GenAI spans of the run as it goes
+    (harness/export/live.py).
     """
     steps = _Machine(system=system, user=user, tools=tools, model=model, max_tokens=max_tokens,
                      config=_settings(config, overrides), on_event=on_event).run()
-    spans = _loop_spans(tracer_provider, model)
+    spans = _loop_spans(tracer_provider, model, client)
     result: RunResult | None = None
     reply: _Reply | None = None
     try:
@@ -756,7 +757,7 @@ async def run_loop_async(
     """
     steps = _Machine(system=system, user=user, tools=tools, model=model, max_tokens=max_tokens,
                      config=_settings(config, overrides), on_event=on_event).run()
-    spans = _loop_spans(tracer_provider, model)
+    spans = _loop_spans(tracer_provider, model, client)
     result: RunResult | None = None
     reply: _Reply | None = None
     try:

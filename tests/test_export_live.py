@@ -125,9 +125,31 @@ def test_the_global_provider_is_used_when_none_is_given(
         client = anthropic.AsyncAnthropic(api_key=KEY, base_url=simulator.base_url)
         result = asyncio.run(run_loop_async(client, system=SYSTEM_PROMPT, user=user_prompt(), tools=build_registry(),
                                             model=MODEL))
-    names = [s.name for s in exporter.get_finished_spans()]
-    assert names.count(f"chat {MODEL}") == result.steps
-    assert f"invoke_agent {MODEL}" in names
+    spans = exporter.get_finished_spans()
+    # the SDK picks up the global provider too: its own call span stands for each call, and the loop adds none
+    chats = [s for s in spans if s.attributes.get("gen_ai.operation.name") == "chat"]
+    assert len(chats) == result.steps
+    assert {s.instrumentation_scope.name for s in chats} == {live.SDK_SCOPE}
+    [root] = [s for s in spans if s.parent is None]
+    assert root.name == f"invoke_agent {MODEL}"
+    assert all(s.parent.span_id == root.context.span_id for s in chats)
+    assert root.attributes["gen_ai.usage.output_tokens"] == result.usage.output
+
+
+def test_one_chat_span_per_call_when_the_sdk_traces_its_calls(
+    tmp_path: Path, memory: tuple[TracerProvider, InMemorySpanExporter]
+) -> None:
+    provider, exporter = memory
+    with Simulator() as simulator:
+        client = anthropic.Anthropic(api_key=KEY, base_url=simulator.base_url,
+                                     open_telemetry={"tracer_provider": provider})
+        with use_cassette(tmp_path / "sdk.yaml", mode="once", tracer_provider=provider):
+            result = run_brief(client, model=MODEL, tracer_provider=provider)
+    spans = exporter.get_finished_spans()
+    chats = [s for s in spans if s.attributes.get("gen_ai.operation.name") == "chat"]
+    assert len(chats) == result.steps == 2  # the SDK's; neither the loop nor the cassette adds another
+    assert sum(s.attributes["gen_ai.usage.output_tokens"] for s in chats) == result.usage.output
+    assert len([s for s in spans if s.name.startswith("execute_tool")]) == len(result.tool_calls)
 
 
 def test_a_failed_call_is_an_error_span(memory: tuple[TracerProvider, InMemorySpanExporter]) -> None:

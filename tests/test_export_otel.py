@@ -165,7 +165,7 @@ def test_dayflow_is_one_trace_with_its_model_and_tool_spans(tmp_path: Path, caps
     def total(key: str) -> int:
         return sum(s["attributes"][key] for s in chats)
 
-    cache_write = total("gen_ai.usage.cache_creation.input_tokens")
+    cache_write = total("gen_ai.usage.cache_write.input_tokens")
     cache_read = total("gen_ai.usage.cache_read.input_tokens")
     assert total("gen_ai.usage.input_tokens") - cache_write - cache_read == shown["input"]
     assert total("gen_ai.usage.output_tokens") == shown["output"]

@@ -7,7 +7,7 @@ package into their own repository, so the names are written out here rather than
 Token counts: the conventions say `gen_ai.usage.input_tokens` "SHOULD include all types of input tokens,
 including cached tokens", and that the two cache counts are parts of it. The Messages API reports
 `input_tokens` without the cache, so input_tokens here is input + cache write + cache read, and
-`harness show`'s "in" is input_tokens - cache_creation.input_tokens - cache_read.input_tokens.
+`harness show`'s "in" is input_tokens - cache_write.input_tokens - cache_read.input_tokens.
 
 Message content (prompts, answers, tool arguments and results) is left out unless asked for: it can be
 sensitive, and the conventions make it opt-in.
@@ -34,7 +34,7 @@ RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
 RESPONSE_TIME_TO_FIRST_CHUNK = "gen_ai.response.time_to_first_chunk"
 USAGE_INPUT = "gen_ai.usage.input_tokens"
 USAGE_OUTPUT = "gen_ai.usage.output_tokens"
-USAGE_CACHE_CREATION = "gen_ai.usage.cache_creation.input_tokens"
+USAGE_CACHE_WRITE = "gen_ai.usage.cache_write.input_tokens"
 USAGE_CACHE_READ = "gen_ai.usage.cache_read.input_tokens"
 TOOL_NAME = "gen_ai.tool.name"
 TOOL_CALL_ID = "gen_ai.tool.call.id"
@@ -92,7 +92,7 @@ def usage_attributes(usage: Usage) -> dict[str, AttributeValue]:
     return {
         USAGE_INPUT: usage.input + usage.cache_write + usage.cache_read,
         USAGE_OUTPUT: usage.output,
-        USAGE_CACHE_CREATION: usage.cache_write,
+        USAGE_CACHE_WRITE: usage.cache_write,
         USAGE_CACHE_READ: usage.cache_read,
     }
 

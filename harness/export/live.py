@@ -7,8 +7,10 @@ the replay path pay nothing else. Message content goes into live spans only when
 OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT is true, the switch OpenTelemetry's own GenAI
 instrumentations read.
 
-When both the loop and the cassette trace one run, the loop's chat span stands for the call and the
-cassette adds none beneath it (the same call twice would double the token counts a backend sums).
+One call gets one chat span, so that a backend summing tokens counts it once: the anthropic SDK (2.x)
+traces its own calls (span `anthropic.messages.create`, operation chat) when its client has a tracer
+provider or a global one is set; then that span stands for the call and the loop adds none of its own.
+Otherwise the loop's chat span does, and a recording cassette adds none beneath either.
 """
 
 from __future__ import annotations
@@ -29,6 +31,28 @@ if TYPE_CHECKING:
 CONTENT_SWITCH = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 _IN_LOOP_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar("harness_in_loop_call", default=False)
 _SENT_AT: contextvars.ContextVar[int | None] = contextvars.ContextVar("harness_sent_at", default=None)
+SDK_SCOPE = "com.anthropic.sdk.python"  # the instrumentation scope of the anthropic SDK's own call spans
+
+
+def sdk_traces(client: Any) -> bool:
+    """Whether this anthropic client records a span of its own for each call (SDK 2.x, with a real provider)."""
+    tracer = getattr(client, "_tracer", None)  # private, so read defensively: absent means no
+    if tracer is None:
+        return False
+    from opentelemetry import trace
+
+    if isinstance(tracer, trace.NoOpTracer):
+        return False
+    if isinstance(tracer, trace.ProxyTracer):  # the global provider's, which records once one is set
+        return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+    return True
+
+
+def _in_sdk_call() -> bool:
+    from opentelemetry import trace
+
+    scope = getattr(trace.get_current_span(), "instrumentation_scope", None)
+    return getattr(scope, "name", None) == SDK_SCOPE
 
 
 def tracer_for(provider: Any = None) -> Tracer | None:
@@ -81,34 +105,40 @@ def _error(span: Span, error_type: str, message: str) -> None:
 class LoopSpans:
     """The loop's spans: an invoke_agent root, a chat span per model call, an execute_tool span per tool run."""
 
-    def __init__(self, tracer: Tracer, *, model: str) -> None:
+    def __init__(self, tracer: Tracer, *, model: str, chat_spans: bool = True) -> None:
         from opentelemetry.trace import SpanKind
 
         self.tracer = tracer
+        self.chat_spans = chat_spans  # False when the SDK's own call spans stand for the model calls
         self.content = _content_wanted()
         self.root = _start_current(tracer, f"{genai.INVOKE_AGENT} {model}", SpanKind.INTERNAL,
                                    {genai.OPERATION: genai.INVOKE_AGENT, genai.PROVIDER_NAME: genai.PROVIDER,
                                     genai.REQUEST_MODEL: model})
         self.usage = Usage()
 
-    def model_call(self, body: Mapping[str, Any]) -> tuple[_Open, contextvars.Token[bool]]:
+    def model_call(self, body: Mapping[str, Any]) -> tuple[_Open | None, contextvars.Token[bool]]:
         from opentelemetry.trace import SpanKind
 
+        if not self.chat_spans:
+            return None, _IN_LOOP_CALL.set(True)
         attributes = genai.request_attributes(body)
         if self.content:
             attributes |= genai.content_attributes(body.get("messages") or [], None, None)
         opened = _start_current(self.tracer, genai.chat_span_name(body.get("model")), SpanKind.CLIENT, attributes)
         return opened, _IN_LOOP_CALL.set(True)
 
-    def model_reply(self, started: tuple[_Open, contextvars.Token[bool]], message: Any,
+    def model_reply(self, started: tuple[_Open | None, contextvars.Token[bool]], message: Any,
                     error: Exception | None) -> None:
         opened, flag = started
         _IN_LOOP_CALL.reset(flag)
+        if message is not None:
+            self.usage += Usage.from_api(message.model_dump(mode="json").get("usage"))
+        if opened is None:
+            return
         span = opened.span
         if message is not None:
             data = message.model_dump(mode="json")
             usage = Usage.from_api(data.get("usage"))
-            self.usage += usage
             span.set_attributes(genai.response_attributes(message_id=data.get("id"), model=data.get("model"),
                                                           stop_reason=data.get("stop_reason"), usage=usage))
             if self.content:
@@ -148,9 +178,9 @@ class LoopSpans:
         _end(self.root)
 
 
-def loop_spans(provider: Any, *, model: str) -> LoopSpans | None:
+def loop_spans(provider: Any, *, model: str, client: Any = None) -> LoopSpans | None:
     tracer = tracer_for(provider)
-    return LoopSpans(tracer, model=model) if tracer is not None else None
+    return LoopSpans(tracer, model=model, chat_spans=not sdk_traces(client)) if tracer is not None else None
 
 
 class CassetteSpans:
@@ -168,8 +198,8 @@ class CassetteSpans:
     def recorded(self, interaction: Mapping[str, Any], elapsed_ms: float | None = None) -> None:
         from opentelemetry.trace import SpanKind
 
-        if _IN_LOOP_CALL.get():
-            return  # the loop's chat span already stands for this call
+        if _IN_LOOP_CALL.get() or _in_sdk_call():
+            return  # the loop's or the SDK's chat span already stands for this call
         exchange, _ = Exchange.from_interaction(0, interaction)
         if exchange is None:
             return  # not a Messages API call
