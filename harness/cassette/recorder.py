@@ -503,7 +503,7 @@ def _connection_error(error: dict[str, Any], request: httpx2.Request) -> Excepti
 
 
 def _cassette_spans(provider: Any) -> Any:
-    """Spans for what the cassette records (harness/export/live.py), or None, at the cost of one dict lookup."""
+    """Spans for what the cassette records (harness/export/live.py), or None; nothing per replayed request."""
     if provider is None and "opentelemetry.trace" not in sys.modules:
         return None  # nobody imported OpenTelemetry, so no global provider is set
     from harness.export.live import cassette_spans

@@ -70,7 +70,7 @@ def _traces(trajectories: list[Trajectory]) -> int:
 
 def _write_inspect(args: argparse.Namespace, trajectories: list[Trajectory]) -> None:
     from harness.export.checks import case_records, suite_cases
-    from harness.export.inspect_log import Case, write_inspect_log
+    from harness.export.inspect_log import CassetteSample, write_inspect_log
 
     cases = suite_cases(args.suite, golden_dir=args.golden)
     exported = []
@@ -79,7 +79,7 @@ def _write_inspect(args: argparse.Namespace, trajectories: list[Trajectory]) -> 
         if not records:
             print(f"harness export: {path}: no suite case names this cassette; its sample has no scores",
                   file=sys.stderr)
-        exported.append(Case(trajectory=trajectory, label=str(Path(path)), records=records))
+        exported.append(CassetteSample(trajectory=trajectory, label=str(Path(path)), records=records))
     target = write_inspect_log(args.inspect, exported)
     scored = sum(1 for case in exported if case.records)
     print(f"{len(exported)} sample(s), {scored} with checks as scores: {target}")

@@ -44,7 +44,7 @@ def require_inspect() -> None:
 
 
 @dataclass
-class Case:
+class CassetteSample:
     """One cassette to export: its trajectory and the eval records (harness eval's) that judged it."""
 
     trajectory: Trajectory
@@ -52,7 +52,7 @@ class Case:
     records: list[dict[str, Any]] = field(default_factory=list)
 
 
-def write_inspect_log(path: str | Path, cases: Sequence[Case], *, task: str = TASK) -> Path:
+def write_inspect_log(path: str | Path, cases: Sequence[CassetteSample], *, task: str = TASK) -> Path:
     """Write the eval log (.eval, inspect's default, or .json by the file's suffix) atomically."""
     require_inspect()
     from inspect_ai.log import write_eval_log
@@ -74,7 +74,7 @@ def write_inspect_log(path: str | Path, cases: Sequence[Case], *, task: str = TA
     return target
 
 
-def eval_log(cases: Sequence[Case], *, task: str = TASK) -> EvalLog:
+def eval_log(cases: Sequence[CassetteSample], *, task: str = TASK) -> EvalLog:
     require_inspect()
     from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalSpec, EvalStats
 
@@ -130,7 +130,7 @@ def _results(samples: list[EvalSample]) -> Any:
     return EvalResults(total_samples=len(samples), completed_samples=len(samples), scores=scores)
 
 
-async def _samples(cases: Sequence[Case]) -> list[EvalSample]:
+async def _samples(cases: Sequence[CassetteSample]) -> list[EvalSample]:
     samples, seen = [], set()
     for case in cases:
         base = case.label
@@ -168,7 +168,7 @@ class _Clock:
         return (self.origin + timedelta(seconds=start), start, self.origin + timedelta(seconds=start + spent), spent)
 
 
-async def _sample(case: Case, sample_id: str) -> EvalSample:
+async def _sample(case: CassetteSample, sample_id: str) -> EvalSample:
     from inspect_ai.log import EvalSample
     from inspect_ai.model import ModelOutput, ModelUsage, messages_from_anthropic
 
@@ -225,7 +225,7 @@ async def _sample(case: Case, sample_id: str) -> EvalSample:
     )
 
 
-def _metadata(case: Case) -> dict[str, Any]:
+def _metadata(case: CassetteSample) -> dict[str, Any]:
     trajectory = case.trajectory
     outcome = trajectory.outcome
     source = trajectory.source
@@ -355,4 +355,4 @@ def _score_event(name: str, score: Any, clock: _Clock) -> Any:
     return ScoreEvent(score=score, scorer=name, timestamp=start, working_start=working_start)
 
 
-__all__ = ["Case", "eval_log", "require_inspect", "write_inspect_log"]
+__all__ = ["CassetteSample", "eval_log", "require_inspect", "write_inspect_log"]

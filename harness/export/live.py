@@ -1,11 +1,11 @@
 """Spans as a run goes: the agent loop (`run_loop(..., tracer_provider=...)`) and a recording cassette
 (`use_cassette(..., tracer_provider=...)`) emit the same GenAI spans as `harness export --otel`.
 
-Given no provider, the global one is used when the application set one; when OpenTelemetry was never
-imported, nobody can have set one, so `tracer_for` answers None after one dict lookup and the loop and
-the replay path pay nothing else. Message content goes into live spans only when
-OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT is true, the switch OpenTelemetry's own GenAI
-instrumentations read.
+Given no provider, the global one is used when the application set one. When none is set, `tracer_for`
+answers None once per run or cassette (a few microseconds: one dict lookup when OpenTelemetry was never
+imported, else a look at the global provider), and nothing is paid per request. Message content goes
+into live spans only when OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT is true, the switch
+OpenTelemetry's own GenAI instrumentations read.
 
 One call gets one chat span, so that a backend summing tokens counts it once: the anthropic SDK (2.x)
 traces its own calls (span `anthropic.messages.create`, operation chat) when its client has a tracer
