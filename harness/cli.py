@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "chaos": ("harness.chaos", "replay a cassette with a fault injected at one step"),
     "proxy": ("harness.proxy", "recording reverse proxy for any HTTP client"),
     "serve": ("harness.serve", "replay server for any HTTP client"),
+    "export": ("harness.export.cli", "export trajectories as OpenTelemetry traces or an inspect_ai eval log"),
 }
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import time
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
@@ -253,6 +254,7 @@ class _ModelReply:
 class _RunTool:
     name: str
     tool_input: Any
+    id: str = ""  # the tool_use id, for the driver's tracing
 
 
 @dataclass(frozen=True)
@@ -446,7 +448,7 @@ class _Machine:
             content = f"Unknown tool {block.name!r}: this run has no tools."
             outcome = _ToolReply(content=content, is_error=True, duration_ms=0.0)
         else:
-            reply = yield _RunTool(name=block.name, tool_input=block.input)
+            reply = yield _RunTool(name=block.name, tool_input=block.input, id=block.id)
             assert isinstance(reply, _ToolReply)
             outcome = reply
 
@@ -670,6 +672,28 @@ async def _call_async(client: anthropic.AsyncAnthropic, effect: _CallModel) -> _
     return _ModelReply(message=message, error=None, duration_ms=_elapsed_ms(start))
 
 
+def _loop_spans(provider: Any, model: str, client: Any = None) -> Any:
+    """The run's span emitter (harness/export/live.py), or None when there is no provider to emit to."""
+    if provider is None and "opentelemetry.trace" not in sys.modules:
+        return None  # nobody imported OpenTelemetry, so no global provider is set
+    from harness.export.live import loop_spans
+
+    return loop_spans(provider, model=model, client=client)
+
+
+def _span_start(spans: Any, effect: _Effect) -> Any:
+    if isinstance(effect, _CallModel):
+        return spans.model_call(effect.body)
+    return spans.tool_call(effect.name, effect.id, effect.tool_input)
+
+
+def _span_end(spans: Any, opened: Any, reply: _Reply) -> None:
+    if isinstance(reply, _ModelReply):
+        spans.model_reply(opened, reply.message, reply.error)
+    else:
+        spans.tool_reply(opened, reply.content, reply.is_error)
+
+
 def run_loop(
     client: anthropic.Anthropic,
     *,
@@ -680,22 +704,37 @@ def run_loop(
     max_tokens: int = 2048,
     config: LoopConfig | None = None,
     on_event: Callable[[Event], None] | None = None,
+    tracer_provider: Any = None,
     **overrides: Any,
 ) -> RunResult:
-    """Run the agent loop to an outcome. `overrides` replace `LoopConfig` fields, e.g. max_steps=5."""
+    """Run the agent loop to an outcome. `overrides` replace `LoopConfig` fields, e.g. max_steps=5.
+
+    `tracer_provider` (else OpenTelemetry's global one, when set) gets GenAI spans of the run as it goes
+    (harness/export/live.py).
+    """
     steps = _Machine(system=system, user=user, tools=tools, model=model, max_tokens=max_tokens,
                      config=_settings(config, overrides), on_event=on_event).run()
+    spans = _loop_spans(tracer_provider, model, client)
+    result: RunResult | None = None
     reply: _Reply | None = None
-    while True:
-        try:
-            effect = steps.send(reply)  # type: ignore[arg-type]  # the first send must be None
-        except StopIteration as done:
-            return done.value
-        if isinstance(effect, _CallModel):
-            reply = _call_sync(client, effect)
-        else:
-            assert tools is not None
-            reply = _tool_reply(tools, effect)
+    try:
+        while True:
+            try:
+                effect = steps.send(reply)  # type: ignore[arg-type]  # the first send must be None
+            except StopIteration as done:
+                result = done.value
+                return result
+            opened = spans and _span_start(spans, effect)
+            if isinstance(effect, _CallModel):
+                reply = _call_sync(client, effect)
+            else:
+                assert tools is not None
+                reply = _tool_reply(tools, effect)
+            if opened:
+                _span_end(spans, opened, reply)
+    finally:
+        if spans:
+            spans.finish(result)
 
 
 async def run_loop_async(
@@ -708,6 +747,7 @@ async def run_loop_async(
     max_tokens: int = 2048,
     config: LoopConfig | None = None,
     on_event: Callable[[Event], None] | None = None,
+    tracer_provider: Any = None,
     **overrides: Any,
 ) -> RunResult:
     """`run_loop` for `anthropic.AsyncAnthropic`.
@@ -717,14 +757,24 @@ async def run_loop_async(
     """
     steps = _Machine(system=system, user=user, tools=tools, model=model, max_tokens=max_tokens,
                      config=_settings(config, overrides), on_event=on_event).run()
+    spans = _loop_spans(tracer_provider, model, client)
+    result: RunResult | None = None
     reply: _Reply | None = None
-    while True:
-        try:
-            effect = steps.send(reply)  # type: ignore[arg-type]
-        except StopIteration as done:
-            return done.value
-        if isinstance(effect, _CallModel):
-            reply = await _call_async(client, effect)
-        else:
-            assert tools is not None
-            reply = _tool_reply(tools, effect)
+    try:
+        while True:
+            try:
+                effect = steps.send(reply)  # type: ignore[arg-type]
+            except StopIteration as done:
+                result = done.value
+                return result
+            opened = spans and _span_start(spans, effect)
+            if isinstance(effect, _CallModel):
+                reply = await _call_async(client, effect)
+            else:
+                assert tools is not None
+                reply = _tool_reply(tools, effect)
+            if opened:
+                _span_end(spans, opened, reply)
+    finally:
+        if spans:
+            spans.finish(result)

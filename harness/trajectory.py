@@ -345,6 +345,11 @@ class Exchange:
     first_token_ms: float | None = None
     label: str | None = None  # a batch request's custom_id: each label is a run of its own
 
+    @classmethod
+    def from_interaction(cls, position: int, interaction: Mapping[str, Any]) -> tuple[Exchange | None, str]:
+        """One cassette interaction as an exchange, or None and why it is not a Messages API call."""
+        return _exchange_of_interaction(position, interaction)
+
     def attempt(self) -> Attempt:
         return Attempt(
             status=self.status,
@@ -702,10 +707,14 @@ def _clean_block(block: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in block.items() if value is not None}
 
 
+# Sampling parameters a request may set; kept in the summary (under "params") only when it sets them.
+_SAMPLING_PARAMS = ("temperature", "top_p", "top_k", "stop_sequences")
+
+
 def _request_summary(request: Mapping[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
     tools = request.get("tools")
     names = [t.get("name") for t in tools if isinstance(t, Mapping)] if isinstance(tools, list) else []
-    return {
+    summary = {
         "model": request.get("model"),
         "max_tokens": request.get("max_tokens"),
         "stream": bool(request.get("stream")),
@@ -713,6 +722,10 @@ def _request_summary(request: Mapping[str, Any], messages: list[dict[str, Any]])
         "system": fingerprint(request.get("system")),
         "message_count": len(messages),
     }
+    params = {key: request[key] for key in _SAMPLING_PARAMS if request.get(key) is not None}
+    if params:
+        summary["params"] = params
+    return summary
 
 
 def _tool_calls_of(blocks: list[dict[str, Any]], step: int) -> list[ToolCall]:
@@ -818,6 +831,9 @@ def _exchange_of_interaction(position: int, interaction: Mapping[str, Any]) -> t
     status = int(status) if isinstance(status, int) else None
     payload = response_message(response)
     duration, first_token = _stream_timing(response.get("events"))
+    elapsed = interaction.get("elapsed_ms")  # the whole exchange, where the recorder measured it
+    if isinstance(elapsed, int | float) and not isinstance(elapsed, bool):
+        duration = float(elapsed)
     # A stream cut off before its message_delta carried no answer the SDK would return: a failed try.
     complete = not response.get("truncated") and ("events" not in response or bool((payload or {}).get("stop_reason")))
     if status == 200 and isinstance(payload, Mapping) and _is_message(payload) and complete:

@@ -23,6 +23,7 @@ import functools
 import hashlib
 import inspect
 import json
+import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -140,6 +141,8 @@ class Cassette:
     In-process, the transport patch (`installed`) calls `answer`, and vcrpy's capture calls `record`; the proxy and
     the replay server call `lookup`, `play` and `record` directly.
     """
+
+    spans: Any = None  # harness.export.live.CassetteSpans when the recording is traced (use_cassette)
 
     def __init__(
         self,
@@ -284,6 +287,8 @@ class Cassette:
             self._note_provenance(request_items, stored_request, response_items)
         self._note_simulator_model(response_items)
         self.new_interactions.append(interaction)
+        if self.spans is not None:
+            self.spans.recorded(interaction, elapsed_ms)
 
     # -- in-process: what the transport patch calls ----------------------------------------------------------
     def answer(self, request: httpx2.Request, raw_body: bytes) -> httpx2.Response | None:
@@ -453,6 +458,8 @@ def _sync_handler(cassette: Cassette, real: Callable[..., httpx2.Response]) -> C
         replayed = cassette.answer(request, raw_body)
         if replayed is not None:
             return replayed
+        if cassette.spans is not None:
+            cassette.spans.sending()
         try:
             return capture(transport, request)
         except httpx2.TransportError as err:
@@ -471,6 +478,8 @@ def _async_handler(cassette: Cassette, real: Callable[..., Any]) -> Callable[...
         replayed = cassette.answer(request, raw_body)
         if replayed is not None:
             return replayed
+        if cassette.spans is not None:
+            cassette.spans.sending()
         try:
             return await capture(transport, request)
         except httpx2.TransportError as err:
@@ -528,13 +537,23 @@ def _connection_error(error: dict[str, Any], request: httpx2.Request) -> Excepti
     return httpx2.RemoteProtocolError(message, request=request)
 
 
+def _cassette_spans(provider: Any) -> Any:
+    """Spans for what the cassette records (harness/export/live.py), or None; nothing per replayed request."""
+    if provider is None and "opentelemetry.trace" not in sys.modules:
+        return None  # nobody imported OpenTelemetry, so no global provider is set
+    from harness.export.live import cassette_spans
+
+    return cassette_spans(provider)
+
+
 class use_cassette:  # a class, so one object is both the context manager and the decorator
     """Record to or replay from a cassette: `with use_cassette(path, mode=...)` or `@use_cassette(path)`.
 
     Modes: none (replay only; a request with no recording fails with a diff), once (record when the
     file does not exist, else like none), new_episodes (replay what matches, record the rest), all
     (send every request, replacing the recordings it renews), rewrite (record afresh; the old file
-    is replaced only when the run ends well).
+    is replaced only when the run ends well). `tracer_provider=` (else OpenTelemetry's global one, when
+    set) gets a GenAI chat span for each exchange the cassette records.
     """
 
     def __init__(self, path: str | Path, mode: Mode = "none", **options: Any) -> None:
@@ -546,13 +565,16 @@ class use_cassette:  # a class, so one object is both the context manager and th
         self.cassette: Cassette | None = None
 
     def __enter__(self) -> Cassette:
+        options = dict(self.options)
+        tracer_provider = options.pop("tracer_provider", None)
         lock = filelock.FileLock(lock_path(self.path)) if self.mode != "none" else None
         if lock is not None:
             # Two processes (xdist workers, two terminals) recording one cassette take turns, whole runs at
             # a time, so their interactions never interleave.
             lock.acquire()
         try:
-            cassette = Cassette(self.path, self.mode, **self.options)
+            cassette = Cassette(self.path, self.mode, **options)
+            cassette.spans = _cassette_spans(tracer_provider)
             patches = contextlib.ExitStack()
             patches.enter_context(cassette.installed())
         except BaseException:
