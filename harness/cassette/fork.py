@@ -49,10 +49,6 @@ class Spend:
         return {"interactions": self.interactions, "usage": self.usage.to_dict(),
                 "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6)}
 
-    def text(self) -> str:
-        cost = "cost unknown" if self.cost_usd is None else f"${self.cost_usd:.4f}"
-        return f"{self.interactions} interaction(s), {self.usage.total:,} tokens, {cost}"
-
 
 def spend_of(interactions: Iterable[Mapping[str, Any]]) -> Spend:
     """What the interactions cost when recorded: the usage their answers report, priced by their model."""
@@ -98,15 +94,6 @@ class ForkReport:
             "dropped": self.dropped,
             "written": self.written,
         }
-
-    def text(self) -> str:
-        if self.first_divergent_request is None:
-            return (f"{self.path}: no divergence; {self.replayed.interactions} interaction(s) replayed, "
-                    "nothing re-recorded")
-        why = self.change.summary() if self.change is not None else "no recording left"
-        return (f"{self.path}: forked at request #{self.first_divergent_request} ({why}); "
-                f"replayed {self.replayed.text()} (saved); re-recorded {self.recorded.text()}"
-                + ("" if self.written else "; not written (the run did not end well)"))
 
 
 def fork_provenance(

@@ -184,6 +184,7 @@ class Cassette:
         self.played_order: list[int] = []  # recorded positions in the order the run first played them
         # Mode fork: the first request that had no recording, and how it differs from the nearest one.
         self.divergence: CassetteMismatch | None = None
+        self.saved: Path | None = None  # where save() last wrote the cassette
         self._secrets: set[str] = set()
         self._provenance: dict[str, Any] = {}
 
@@ -341,9 +342,10 @@ class Cassette:
         if self.note:
             meta["note"] = self.note
         cassette = CassetteFile(meta=meta, interactions=interactions, path=self.path)
-        return save_cassette(cassette)
+        self.saved = save_cassette(cassette)
+        return self.saved
 
-    def fork_report(self, *, written: bool = True) -> ForkReport:
+    def fork_report(self, *, written: bool | None = None) -> ForkReport:
         """Mode fork: where the run parted from the recording and why; what was replayed (not paid again) and
         what was recorded, with tokens and list-price cost."""
         divergence = self.divergence
@@ -355,7 +357,7 @@ class Cassette:
             replayed=spend_of(self.recorded.interactions[p] for p in self.played_order),
             recorded=spend_of(self.new_interactions),
             dropped=dropped,
-            written=written and bool(self.new_interactions),
+            written=bool(self.saved) if written is None else written and bool(self.new_interactions),
         )
 
     # -- helpers ------------------------------------------------------------------------------------------
