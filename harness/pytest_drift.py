@@ -64,7 +64,8 @@ class DriftCollector:
                 from harness.report.drift import cassette_entry
 
                 setattr(report, _ENTRY, cassette_entry(
-                    cassette, tests=[item.nodeid], allow_unused=bool(getattr(cassette, "allow_unused", False))))
+                    cassette, tests=[item.nodeid], allow_unused=bool(getattr(cassette, "allow_unused", False)),
+                    root=self.config.rootpath))
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -103,6 +104,21 @@ class DriftCollector:
                 terminalreporter.section("loop-harness forks")
                 for fork in forks:
                     terminalreporter.write_line(fork_line(fork))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+    """A failed test whose code swallowed a miss (the reference loop turns API errors into an outcome) still
+    shows the miss, with its kind of change, under the failure."""
+    report = yield
+    cassette = item.stash.get(_CASSETTE_KEY, None)
+    misses = getattr(cassette, "misses", None)
+    if report.when == "call" and report.failed and misses:
+        from harness.cassette.recorder import CassetteMismatch
+
+        if not (call.excinfo is not None and isinstance(call.excinfo.value, CassetteMismatch)):
+            report.sections.append(("loop-harness: a request had no recording", str(misses[0])))
+    return report
 
 
 def pytest_configure(config: pytest.Config) -> None:

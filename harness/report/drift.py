@@ -59,12 +59,13 @@ def divergence_of(miss: CassetteMismatch) -> dict[str, Any]:
 
 
 def cassette_entry(cassette: Cassette, *, tests: Sequence[str] = (), allow_unused: bool = False,
-                   miss: CassetteMismatch | None = None, fork_written: bool | None = None) -> dict[str, Any]:
+                   miss: CassetteMismatch | None = None, fork_written: bool | None = None,
+                   root: Path | None = None) -> dict[str, Any]:
     """One cassette after its run: drifted (with its first divergent request), ends_early or replays.
 
     `miss` is the first divergent request when the caller knows better than the cassette (the replay server,
     whose cassettes also see the requests another cassette answers); by default the cassette's first miss, or
-    in mode fork the request it forked at.
+    in mode fork the request it forked at. Paths under `root` (the project) are shown relative to it.
     """
     first = miss or (cassette.divergence if cassette.mode == "fork" else None) or next(iter(cassette.misses), None)
     unplayed = [] if allow_unused else [position + 1 for position in cassette.unplayed]
@@ -72,7 +73,7 @@ def cassette_entry(cassette: Cassette, *, tests: Sequence[str] = (), allow_unuse
         unplayed = []  # the fork drops what the run no longer asks for; it is no drift of its own
     status = "drifted" if first is not None else "ends_early" if unplayed else "replays"
     entry: dict[str, Any] = {
-        "path": str(cassette.path),
+        "path": _shown(cassette.path, root),
         "tests": list(tests),
         "status": status,
         "interactions": len(cassette.play_counts),
@@ -82,8 +83,17 @@ def cassette_entry(cassette: Cassette, *, tests: Sequence[str] = (), allow_unuse
         "fork": None,
     }
     if cassette.mode == "fork" and cassette.existed:
-        entry["fork"] = cassette.fork_report(written=fork_written).to_data()
+        entry["fork"] = {**cassette.fork_report(written=fork_written).to_data(), "path": entry["path"]}
     return entry
+
+
+def _shown(path: Path, root: Path | None) -> str:
+    if root is not None:
+        try:
+            return str(path.resolve().relative_to(root.resolve()))
+        except ValueError:
+            pass
+    return str(path)
 
 
 def _merge(entries: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
