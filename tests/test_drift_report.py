@@ -126,6 +126,11 @@ def test_a_changed_tool_description_names_exactly_the_cassettes_that_send_it(
         assert any(line.startswith("tools[1].description changed") for line in divergence["diff"])
         assert entry["played"] == 1 and entry["tests"] == [f"test_agents.py::{Path(entry['path']).stem}"]
 
+    parallel = suite.runpytest("-n", "2", "--drift-report=parallel.json")
+    assert parallel.ret == 1
+    entries = json.loads((suite.path / "parallel.json").read_text())["cassettes"]
+    assert {e["path"] for e in entries if e["status"] == "drifted"} == BRIEFS, "xdist workers hand their entries on"
+
     suite.runpytest("--drift-report=drift.md")
     markdown = (suite.path / "drift.md").read_text()
     assert "2 of 4 cassette(s) drifted (tool definitions: 2); 2 still replay." in markdown

@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 DRIFT_REPORT_VERSION = 1
+_OWN = object()  # cassette_entry's default: the cassette's own first miss
 _DIFF_LINES = 12
 
 
@@ -59,15 +60,18 @@ def divergence_of(miss: CassetteMismatch) -> dict[str, Any]:
 
 
 def cassette_entry(cassette: Cassette, *, tests: Sequence[str] = (), allow_unused: bool = False,
-                   miss: CassetteMismatch | None = None, fork_written: bool | None = None,
+                   miss: Any = _OWN, fork_written: bool | None = None,
                    root: Path | None = None) -> dict[str, Any]:
     """One cassette after its run: drifted (with its first divergent request), ends_early or replays.
 
-    `miss` is the first divergent request when the caller knows better than the cassette (the replay server,
-    whose cassettes also see the requests another cassette answers); by default the cassette's first miss, or
-    in mode fork the request it forked at. Paths under `root` (the project) are shown relative to it.
+    `miss` is the first divergent request (or None) when the caller knows better than the cassette (the replay
+    server, whose cassettes also see the requests another cassette answers); by default the cassette's first
+    miss, or in mode fork the request it forked at. Paths under `root` (the project) are shown relative to it.
     """
-    first = miss or (cassette.divergence if cassette.mode == "fork" else None) or next(iter(cassette.misses), None)
+    if miss is _OWN:
+        first = cassette.divergence if cassette.mode == "fork" else next(iter(cassette.misses), None)
+    else:
+        first = miss
     unplayed = [] if allow_unused else [position + 1 for position in cassette.unplayed]
     if cassette.mode == "fork":
         unplayed = []  # the fork drops what the run no longer asks for; it is no drift of its own

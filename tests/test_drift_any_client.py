@@ -1,0 +1,109 @@
+"""Drift and fork for any client: `harness proxy --mode fork` and `harness serve --drift-report`."""
+
+from __future__ import annotations
+
+import copy
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import pytest
+from harness_processes import start_serving_command
+
+from harness import use_cassette
+from harness.agents.dayflow import build_registry
+from harness.cassette.format import load_cassette
+from harness.sim import Simulator
+
+MODEL = "claude-sonnet-5"
+TRIAGE = {"model": MODEL, "max_tokens": 64, "messages": [{"role": "user", "content": "Brief me on my morning."}]}
+BRIEF = {"model": MODEL, "max_tokens": 1024, "tools": build_registry().definitions(),
+         "messages": [{"role": "user", "content": "Brief me on my morning."}]}
+NEW_HELP = "Read the user's calendar (work, personal and shared family calendars), today first."
+
+
+def edited_brief() -> dict[str, Any]:
+    body = copy.deepcopy(BRIEF)
+    next(tool for tool in body["tools"] if tool["name"] == "read_calendar")["description"] = NEW_HELP
+    return body
+
+
+def client(url: str) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=url, api_key="sim-key-not-a-secret", max_retries=0)
+
+
+def record(path: Path, *bodies: dict[str, Any]) -> None:
+    with Simulator() as sim, use_cassette(path, mode="once"):
+        sdk = client(sim.base_url)
+        for body in bodies:
+            sdk.messages.create(**body)
+
+
+def test_proxy_fork_replays_the_prefix_records_the_rest_and_writes_when_it_stops(tmp_path: Path) -> None:
+    path = tmp_path / "run.yaml"
+    record(path, TRIAGE, BRIEF)
+    raw, before = path.read_bytes(), load_cassette(path)
+    with Simulator() as sim:
+        process, url = start_serving_command(tmp_path / "proxy.url", "proxy", "--upstream", sim.base_url,
+                                             "--cassette", str(path), "--mode", "fork")
+        try:
+            triage = client(url).messages.with_raw_response.create(**TRIAGE)
+            brief = client(url).messages.with_raw_response.create(**edited_brief())
+            assert path.read_bytes() == raw, "a fork replaces the old file only when the run ends"
+        finally:
+            process.send_signal(signal.SIGTERM)
+            _, stderr = process.communicate(timeout=20)
+        served = [s for s in sim.served if s.index is not None]
+    assert process.returncode == 0, stderr
+    assert triage.headers.get("x-harness-replayed") == "1"
+    assert brief.headers.get("x-harness-recorded") == "1"
+    assert len(served) == 1, "only the divergent request reached the upstream"
+    new = load_cassette(path)
+    assert new.interactions[0] == before.interactions[0]
+    assert new.interactions[1]["request"]["body"] == edited_brief()
+    assert new.meta["fork"]["change"]["changes"] == [
+        {"kind": "tool_definitions", "subject": "read_calendar", "what": "description changed"}]
+    assert "forked at request #2 (tool definitions (read_calendar: description changed)); " \
+           "replayed 1 interaction(s)" in stderr
+    assert "re-recorded 1 interaction(s)" in stderr
+
+
+def test_serve_drift_report_counts_a_miss_against_the_cassette_it_was_meant_for(tmp_path: Path) -> None:
+    hello, brief = tmp_path / "hello.yaml", tmp_path / "brief.yaml"
+    record(hello, TRIAGE)
+    record(brief, BRIEF)
+    report = tmp_path / "drift.json"
+    process, url = start_serving_command(tmp_path / "serve.url", "serve", str(hello), str(brief),
+                                         "--drift-report", str(report))
+    try:
+        client(url).messages.create(**TRIAGE)
+        with pytest.raises(anthropic.BadRequestError) as miss:
+            client(url).messages.create(**edited_brief())
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=20)
+    assert process.returncode == 1
+    assert "Kind of change: tool definitions (read_calendar: description changed)" in miss.value.message, \
+        "serve's 400 names the kind of change"
+    document = json.loads(report.read_text())
+    status = {Path(entry["path"]).name: entry["status"] for entry in document["cassettes"]}
+    assert status == {"hello.yaml": "replays", "brief.yaml": "drifted"}
+    (drifted,) = [entry for entry in document["cassettes"] if entry["status"] == "drifted"]
+    assert drifted["divergence"]["kind"] == "tool_definitions"
+    assert drifted["divergence"]["changes"][0]["subject"] == "read_calendar"
+    assert document["source"] == "harness serve" and f"written to {report}" in stderr
+
+
+def test_serve_drift_report_on_the_terminal_says_when_nothing_drifted(tmp_path: Path) -> None:
+    hello = tmp_path / "hello.yaml"
+    record(hello, TRIAGE)
+    process, url = start_serving_command(tmp_path / "serve.url", "serve", str(hello), "--drift-report", "-")
+    try:
+        client(url).messages.create(**TRIAGE)
+    finally:
+        process.send_signal(signal.SIGINT)
+        stdout, _ = process.communicate(timeout=20)
+    assert process.returncode == 0
+    assert "# Drift report" in stdout and "No drift: all 1 cassette(s) replay as recorded." in stdout
