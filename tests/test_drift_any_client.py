@@ -15,6 +15,8 @@ from harness_processes import start_serving_command
 from harness import use_cassette
 from harness.agents.dayflow import build_registry
 from harness.cassette.format import load_cassette
+from harness.proxy import RecordingProxy
+from harness.report.drift import fork_line
 from harness.sim import Simulator
 
 MODEL = "claude-sonnet-5"
@@ -46,17 +48,11 @@ def test_proxy_fork_replays_the_prefix_records_the_rest_and_writes_when_it_stops
     record(path, TRIAGE, BRIEF)
     raw, before = path.read_bytes(), load_cassette(path)
     with Simulator() as sim:
-        process, url = start_serving_command(tmp_path / "proxy.url", "proxy", "--upstream", sim.base_url,
-                                             "--cassette", str(path), "--mode", "fork")
-        try:
-            triage = client(url).messages.with_raw_response.create(**TRIAGE)
-            brief = client(url).messages.with_raw_response.create(**edited_brief())
+        with RecordingProxy(sim.base_url, path, mode="fork") as proxy:
+            triage = client(proxy.base_url).messages.with_raw_response.create(**TRIAGE)
+            brief = client(proxy.base_url).messages.with_raw_response.create(**edited_brief())
             assert path.read_bytes() == raw, "a fork replaces the old file only when the run ends"
-        finally:
-            process.send_signal(signal.SIGTERM)
-            _, stderr = process.communicate(timeout=20)
         served = [s for s in sim.served if s.index is not None]
-    assert process.returncode == 0, stderr
     assert triage.headers.get("x-harness-replayed") == "1"
     assert brief.headers.get("x-harness-recorded") == "1"
     assert len(served) == 1, "only the divergent request reached the upstream"
@@ -65,9 +61,10 @@ def test_proxy_fork_replays_the_prefix_records_the_rest_and_writes_when_it_stops
     assert new.interactions[1]["request"]["body"] == edited_brief()
     assert new.meta["fork"]["change"]["changes"] == [
         {"kind": "tool_definitions", "subject": "read_calendar", "what": "description changed"}]
+    line = fork_line(proxy.cassette.fork_report().to_data())  # what `harness proxy --mode fork` prints at the end
     assert "forked at request #2 (tool definitions (read_calendar: description changed)); " \
-           "replayed 1 interaction(s)" in stderr
-    assert "re-recorded 1 interaction(s)" in stderr
+           "replayed 1 interaction(s)" in line
+    assert "re-recorded 1 interaction(s)" in line
 
 
 def test_serve_drift_report_counts_a_miss_against_the_cassette_it_was_meant_for(tmp_path: Path) -> None:
