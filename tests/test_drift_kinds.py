@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from harness import CassetteMismatch, use_cassette
-from harness.cassette.drift import KINDS, classify
+from harness.cassette.drift import KINDS, classify, classify_request
 from tests.fake_messages_api import FakeMessagesAPI
 
 MODEL = "claude-sonnet-5"
@@ -125,3 +125,12 @@ def test_a_repeat_beyond_the_recording_is_named_too(tmp_path: Path) -> None:
         ask(client, tools=[INBOX])
     assert caught.value.kind == "other"
     assert "sent more often than the 1 time(s) recorded" in str(caught.value)
+
+
+def test_a_request_is_classified_as_matching_sees_it() -> None:
+    stored = {"method": "POST", "path": "/v1/messages", "body": {**body(), "metadata": {"user_id": "u1"}}}
+    live = {**changed(lambda b: b.update(system="Be terse.")), "metadata": {"user_id": "u2"}}
+    drift = classify_request(stored, "POST", "/v1/messages", None, live, ignore=["metadata.user_id"])
+    assert [(c.kind, c.subject) for c in drift.changes] == [("system_prompt", "system")], "ignored fields stay out"
+    moved = classify_request(stored, "POST", "/v1/messages/count_tokens", "beta=true&x=1", stored["body"])
+    assert [(c.kind, c.subject) for c in moved.changes] == [("other", "route"), ("other", "query")]

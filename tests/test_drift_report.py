@@ -87,7 +87,7 @@ def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.
     pytester.makepyfile(test_agents=SUITE)
     with Simulator() as sim:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.base_url)
-        pytester.runpytest("--record-mode=once", "-p", "no:randomly").assert_outcomes(passed=4)
+        pytester.runpytest("--record-mode=once").assert_outcomes(passed=4)
     monkeypatch.delenv("ANTHROPIC_BASE_URL")
     return pytester
 

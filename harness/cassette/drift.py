@@ -12,11 +12,14 @@ tool_result's content (which tool_use id), the model or sampling parameters, or 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["KINDS", "Change", "Drift", "classify", "kind_label"]
+from harness.cassette.match import normalize_query, stored_request_body
+from harness.jsonpaths import drop_paths, parse_path
+
+__all__ = ["KINDS", "Change", "Drift", "classify", "classify_request", "kind_label"]
 
 # Kind id -> the words a person reads. In this order a drift names its kinds: what a person edits
 # (prompt, tools, parameters) before what follows from running (tool output, history).
@@ -115,6 +118,23 @@ def classify(recorded: Any, live: Any) -> Drift:
     for name in sorted((set(recorded) | set(live)) - _OWN_FIELDS):
         if recorded.get(name) != live.get(name):
             changes.append(Change("other", name, _presence(recorded, live, name)))
+    return Drift.of(*changes)
+
+
+def classify_request(recorded: Mapping[str, Any], method: str, path: str, query: str | None, body: Any,
+                     ignore: Sequence[str] = ()) -> Drift:
+    """`classify` of a stored request against a live one, as matching sees them: the fields matching leaves out
+    (`ignore_fields`) left out here too, and a changed route or query named as other fields."""
+    before, after = stored_request_body(recorded), body
+    if ignore:
+        paths = [parse_path(dotted) for dotted in ignore]
+        before, after = drop_paths(before, paths), drop_paths(after, paths)
+    changes = list(classify(before, after).changes)
+    route = (str(recorded.get("method", "")).upper(), recorded.get("path"))
+    if route != (method.upper(), path):
+        changes.append(Change("other", "route", f"{route[0]} {route[1]} -> {method.upper()} {path}"))
+    if normalize_query(recorded.get("query")) != normalize_query(query):
+        changes.append(Change("other", "query", f"{recorded.get('query') or '(none)'!r} -> {query or '(none)'!r}"))
     return Drift.of(*changes)
 
 

@@ -38,7 +38,7 @@ import httpx2
 from anthropic._base_client import BaseClient
 from vcr.stubs.httpx_stubs import vcr_handle_async_request, vcr_handle_request
 
-from harness.cassette.drift import Change, Drift, classify
+from harness.cassette.drift import Change, Drift, classify_request
 from harness.cassette.fork import ForkReport, fork_provenance, spend_of
 from harness.cassette.format import CassetteFile, load_cassette, save_cassette
 from harness.cassette.match import (
@@ -384,13 +384,10 @@ class Cassette:
         change = Drift.of(Change("other", "cassette", "has no recorded request to compare with"))
         if nearest is not None:
             recorded = recorded_requests[nearest]
-            change = classify(stored_request_body(recorded), found.body)
+            change = classify_request(recorded, found.method, found.path, found.query, found.body, self.ignore_fields)
             if (recorded["method"], recorded["path"]) != (found.method, found.path):
                 differences.append(f"route changed from {recorded['method']} {recorded['path']} "
                                    f"to {found.method} {found.path}")
-                route = Change("other", "route",
-                               f"{recorded['method']} {recorded['path']} -> {found.method} {found.path}")
-                change = Drift.of(*change.changes, route)
             differences.extend(diff_summary(stored_request_body(recorded), found.body))
         reason = f"has no recording in this cassette (mode {self.mode!r} may not record)"
         if self.mode == "fork":
