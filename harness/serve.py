@@ -180,12 +180,12 @@ def run(args: argparse.Namespace) -> int:
         f"{len(server.cassettes)} cassette(s) (timing {args.timing}; set ANTHROPIC_BASE_URL={{url}}; "
         f"status at {{url}}{STATUS_PATH})",
         url_file=args.url_file,
-        on_stop=lambda: _stopped(server, args.drift_report),
+        on_stop=lambda: stop_report(server, args.drift_report),
     )
     return 1 if server.misses else 0
 
 
-def _stopped(server: ReplayServer, drift_report: str | None) -> None:
+def stop_report(server: ReplayServer, drift_report: str | None) -> None:
     print(f"harness serve: stopped\n{server.report()}", file=sys.stderr, flush=True)
     if drift_report is None:
         return

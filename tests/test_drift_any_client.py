@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
 import copy
 import json
-import signal
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import pytest
-from harness_processes import start_serving_command
 
-from harness import use_cassette
+from harness import serve, use_cassette
 from harness.agents.dayflow import build_registry
 from harness.cassette.format import load_cassette
 from harness.proxy import RecordingProxy
@@ -67,21 +66,25 @@ def test_proxy_fork_replays_the_prefix_records_the_rest_and_writes_when_it_stops
     assert "re-recorded 1 interaction(s)" in line
 
 
-def test_serve_drift_report_counts_a_miss_against_the_cassette_it_was_meant_for(tmp_path: Path) -> None:
+def serve_args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    serve.add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_serve_drift_report_counts_a_miss_against_the_cassette_it_was_meant_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     hello, brief = tmp_path / "hello.yaml", tmp_path / "brief.yaml"
     record(hello, TRIAGE)
     record(brief, BRIEF)
     report = tmp_path / "drift.json"
-    process, url = start_serving_command(tmp_path / "serve.url", "serve", str(hello), str(brief),
-                                         "--drift-report", str(report))
-    try:
-        client(url).messages.create(**TRIAGE)
+    args = serve_args(str(hello), str(brief), "--drift-report", str(report))
+    with serve.ReplayServer(args.cassettes) as server:
+        client(server.base_url).messages.create(**TRIAGE)
         with pytest.raises(anthropic.BadRequestError) as miss:
-            client(url).messages.create(**edited_brief())
-    finally:
-        process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=20)
-    assert process.returncode == 1
+            client(server.base_url).messages.create(**edited_brief())
+    serve.stop_report(server, args.drift_report)  # what `harness serve` prints and writes when it stops
     assert "Kind of change: tool definitions (read_calendar: description changed)" in miss.value.message, \
         "serve's 400 names the kind of change"
     document = json.loads(report.read_text())
@@ -90,17 +93,16 @@ def test_serve_drift_report_counts_a_miss_against_the_cassette_it_was_meant_for(
     (drifted,) = [entry for entry in document["cassettes"] if entry["status"] == "drifted"]
     assert drifted["divergence"]["kind"] == "tool_definitions"
     assert drifted["divergence"]["changes"][0]["subject"] == "read_calendar"
-    assert document["source"] == "harness serve" and f"written to {report}" in stderr
+    assert document["source"] == "harness serve" and f"written to {report}" in capsys.readouterr().err
 
 
-def test_serve_drift_report_on_the_terminal_says_when_nothing_drifted(tmp_path: Path) -> None:
+def test_serve_drift_report_on_the_terminal_says_when_nothing_drifted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     hello = tmp_path / "hello.yaml"
     record(hello, TRIAGE)
-    process, url = start_serving_command(tmp_path / "serve.url", "serve", str(hello), "--drift-report", "-")
-    try:
-        client(url).messages.create(**TRIAGE)
-    finally:
-        process.send_signal(signal.SIGINT)
-        stdout, _ = process.communicate(timeout=20)
-    assert process.returncode == 0
+    with serve.ReplayServer([hello]) as server:
+        client(server.base_url).messages.create(**TRIAGE)
+    serve.stop_report(server, serve_args(str(hello), "--drift-report", "-").drift_report)
+    stdout = capsys.readouterr().out
     assert "# Drift report" in stdout and "No drift: all 1 cassette(s) replay as recorded." in stdout

@@ -50,7 +50,7 @@ def test_fork_replays_the_prefix_and_records_from_the_first_divergence(tmp_path:
 
     report = cassette.fork_report()
     assert report.first_divergent_request == 2 and report.written
-    assert (report.replayed.interactions, report.recorded.interactions, report.dropped) == (1, 2, 2)
+    assert (report.replayed.interactions, report.recorded.interactions, report.replaced) == (1, 2, 2)
     # The fake answers 11 input + 7 output tokens per call, priced at the model's list price.
     assert report.replayed.usage.total == 18 and report.recorded.usage.total == 36
     assert report.replayed.cost_usd == pytest.approx(estimate_cost(MODEL, {"input_tokens": 11, "output_tokens": 7}))

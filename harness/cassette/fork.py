@@ -3,7 +3,7 @@
 Record mode `fork` replays the recorded prefix while the run's requests match, and from the first
 request that does not (the divergence) sends every request on and records it. The new file holds the
 replayed prefix as it was recorded, then the re-recorded rest; recorded interactions after the
-divergence are dropped (the run no longer makes them). Its provenance block says so:
+divergence are replaced by what the fork records. Its provenance block says so:
 
     fork:
       forked_at: '2026-11-30T11:00:00Z'
@@ -81,8 +81,8 @@ class ForkReport:
     change: Drift | None
     replayed: Spend  # served from the previous recording: not paid again
     recorded: Spend  # sent and recorded by the fork
-    dropped: int  # recorded interactions after the divergence that the new file no longer holds
-    written: bool  # whether the cassette was (or will be) replaced
+    replaced: int  # recorded interactions from the divergence on, which the re-recorded ones replace
+    written: bool  # whether the fork wrote the cassette (it does when the run ends well)
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -91,7 +91,7 @@ class ForkReport:
             "change": self.change.to_data() if self.change is not None else None,
             "replayed": self.replayed.to_data(),
             "recorded": self.recorded.to_data(),
-            "dropped": self.dropped,
+            "replaced": self.replaced,
             "written": self.written,
         }
 

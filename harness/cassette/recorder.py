@@ -312,7 +312,7 @@ class Cassette:
     def interactions_to_save(self) -> list[dict[str, Any]]:
         if self.mode == "rewrite" or not self.existed:
             kept: list[dict[str, Any]] = []
-        elif self.mode == "fork":  # the replayed prefix; what the run no longer asks for is dropped
+        elif self.mode == "fork":  # the replayed prefix; the recorded rest is replaced by what the fork records
             kept = [self.recorded.interactions[position] for position in self.played_order]
         elif self.mode == "all":
             renewed = {fingerprint_of_stored(i["request"], self.ignore_fields) for i in self.new_interactions}
@@ -345,19 +345,19 @@ class Cassette:
         self.saved = save_cassette(cassette)
         return self.saved
 
-    def fork_report(self, *, written: bool | None = None) -> ForkReport:
+    def fork_report(self) -> ForkReport:
         """Mode fork: where the run parted from the recording and why; what was replayed (not paid again) and
         what was recorded, with tokens and list-price cost."""
         divergence = self.divergence
-        dropped = len([p for p in range(len(self.play_counts)) if not self.play_counts[p]]) if divergence else 0
+        replaced = len(self.unplayed) if divergence is not None else 0
         return ForkReport(
             path=self.path,
             first_divergent_request=divergence.position + 1 if divergence is not None else None,
             change=divergence.change if divergence is not None else None,
             replayed=spend_of(self.recorded.interactions[p] for p in self.played_order),
             recorded=spend_of(self.new_interactions),
-            dropped=dropped,
-            written=bool(self.saved) if written is None else written and bool(self.new_interactions),
+            replaced=replaced,
+            written=self.saved is not None,
         )
 
     # -- helpers ------------------------------------------------------------------------------------------

@@ -60,7 +60,7 @@ def divergence_of(miss: CassetteMismatch) -> dict[str, Any]:
 
 
 def cassette_entry(cassette: Cassette, *, tests: Sequence[str] = (), allow_unused: bool = False,
-                   miss: Any = _OWN, fork_written: bool | None = None,
+                   miss: Any = _OWN,
                    root: Path | None = None) -> dict[str, Any]:
     """One cassette after its run: drifted (with its first divergent request), ends_early or replays.
 
@@ -87,7 +87,7 @@ def cassette_entry(cassette: Cassette, *, tests: Sequence[str] = (), allow_unuse
         "fork": None,
     }
     if cassette.mode == "fork" and cassette.existed:
-        entry["fork"] = {**cassette.fork_report(written=fork_written).to_data(), "path": entry["path"]}
+        entry["fork"] = {**cassette.fork_report().to_data(), "path": entry["path"]}
     return entry
 
 
@@ -190,17 +190,19 @@ def _spend_text(spend: Mapping[str, Any]) -> str:
             f"{cost(spend['cost_usd'])}")
 
 
-def fork_line(fork: Mapping[str, Any], *, with_path: bool = True) -> str:
-    """What one fork did, in one line (a `ForkReport.to_data()`): for the terminal, the proxy's log and the report."""
-    head = f"{fork['path']}: " if with_path else ""
-    if fork["first_divergent_request"] is None:
-        return f"{head}no divergence; replayed {_spend_text(fork['replayed'])}; nothing re-recorded"
-    why = fork["change"]["summary"] if fork.get("change") else "no recording left"
-    dropped = fork["dropped"]
-    return (f"{head}forked at request #{fork['first_divergent_request']} ({why}); "
-            f"replayed {_spend_text(fork['replayed'])} (saved); re-recorded {_spend_text(fork['recorded'])}"
-            + (f"; dropped {dropped} recorded interaction(s) the run no longer makes" if dropped else "")
+def _fork_spend(fork: Mapping[str, Any]) -> str:
+    replaced = fork["replaced"]
+    return (f"replayed {_spend_text(fork['replayed'])} (saved); re-recorded {_spend_text(fork['recorded'])}"
+            + (f", in place of {replaced} recorded" if replaced else "")
             + ("" if fork["written"] else "; not written: the run did not end well"))
+
+
+def fork_line(fork: Mapping[str, Any]) -> str:
+    """What one fork did, in one line (a `ForkReport.to_data()`): for the terminal and the proxy's log."""
+    if fork["first_divergent_request"] is None:
+        return f"{fork['path']}: no divergence; replayed {_spend_text(fork['replayed'])}; nothing re-recorded"
+    why = fork["change"]["summary"] if fork.get("change") else "no recording left"
+    return f"{fork['path']}: forked at request #{fork['first_divergent_request']} ({why}); {_fork_spend(fork)}"
 
 
 def _entry_lines(entry: Mapping[str, Any], kind: str) -> list[str]:
@@ -220,7 +222,7 @@ def _entry_lines(entry: Mapping[str, Any], kind: str) -> list[str]:
     if entry["tests"]:
         lines.append("- Tests: " + ", ".join(_code(test) for test in entry["tests"]))
     if entry.get("fork"):
-        lines.append("- Fork: " + fork_line(entry["fork"], with_path=False) + ".")
+        lines.append("- Fork: " + _fork_spend(entry["fork"]) + ".")
     diff = divergence["diff"][:_DIFF_LINES]
     if diff:
         lines += ["", "```", *diff, "```"]
