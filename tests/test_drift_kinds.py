@@ -134,3 +134,38 @@ def test_a_request_is_classified_as_matching_sees_it() -> None:
     assert [(c.kind, c.subject) for c in drift.changes] == [("system_prompt", "system")], "ignored fields stay out"
     moved = classify_request(stored, "POST", "/v1/messages/count_tokens", "beta=true&x=1", stored["body"])
     assert [(c.kind, c.subject) for c in moved.changes] == [("other", "route"), ("other", "query")]
+
+
+def test_report_entries_drifted_ends_early_and_replays(tmp_path: Path) -> None:
+    from harness.report.drift import cassette_entry, drift_document, drift_markdown
+
+    paths = {name: tmp_path / f"{name}.yaml" for name in ("same", "short", "changed")}
+    for path in paths.values():
+        with use_cassette(path, mode="once"):
+            client = FakeMessagesAPI().client()
+            ask(client, tools=[INBOX])
+            ask(client, tools=[INBOX, CALENDAR])
+    entries = []
+    for name, path in paths.items():
+        with use_cassette(path, mode="none") as cassette:
+            client = FakeMessagesAPI().client()
+            ask(client, tools=[INBOX])
+            if name == "same":
+                ask(client, tools=[INBOX, CALENDAR])
+            elif name == "changed":
+                with pytest.raises(CassetteMismatch):
+                    ask(client, tools=[CALENDAR])
+        entries.append(cassette_entry(cassette, tests=[name], root=tmp_path))
+    document = drift_document(entries)
+    assert {e["path"]: e["status"] for e in document["cassettes"]} == {
+        "same.yaml": "replays", "short.yaml": "ends_early", "changed.yaml": "drifted"}
+    short = next(e for e in document["cassettes"] if e["path"] == "short.yaml")
+    assert short["unplayed"] == [2]
+    changed_entry = next(e for e in document["cassettes"] if e["path"] == "changed.yaml")
+    assert changed_entry["divergence"]["request"] == 2
+    assert changed_entry["divergence"]["changes"] == [{"kind": "tool_definitions", "subject": "read_inbox",
+                                                       "what": "removed"}]
+    markdown = drift_markdown(document)
+    assert "1 of 3 cassette(s) drifted (tool definitions: 1); 1 end(s) before the recording does; 1 still replay." \
+        in markdown
+    assert "- `short.yaml` (`short`): recorded interaction(s) #2 never asked for" in markdown

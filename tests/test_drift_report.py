@@ -214,3 +214,30 @@ def test_fork_re_records_from_the_divergence_and_compare_shows_only_that_case(
     divergence = changed["agents/test_brief.yaml"]["divergence"]
     assert divergence["step"] == load_trajectory(brief).steps[1].index
     assert [line.split(" ")[0] for line in divergence["request"]] == ["tool_definitions"], divergence
+
+
+def test_a_swallowed_miss_still_fails_the_drift_report(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(fake_messages_api=(Path(__file__).parent / "fake_messages_api.py").read_text())
+    body = '''
+import os
+import pytest
+from fake_messages_api import FakeMessagesAPI
+
+@pytest.mark.cassette(path="cassettes/quiet.yaml", allow_unused=True)
+def test_quiet():
+    client = FakeMessagesAPI().client()
+    try:  # code under test that turns every API error into a value, as agent loops do
+        client.messages.create(model="claude-sonnet-5", max_tokens=8,
+                               messages=[{"role": "user", "content": os.environ.get("ASK", "hello")}])
+    except Exception:
+        pass
+'''
+    pytester.makepyfile(test_quiet=body)
+    pytester.runpytest("--record-mode=once").assert_outcomes(passed=1)
+    pytester.runpytest("--drift-report=-").assert_outcomes(passed=1)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ASK", "hello, changed")
+        result = pytester.runpytest("--drift-report=-")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "## message history: 1 cassette(s)" in result.stdout.str()
