@@ -36,7 +36,7 @@ from unittest import mock
 import httpx2
 from anthropic._base_client import BaseClient
 
-from harness.cassette.recorder import REPLAYED_HEADER, Cassette, CassetteMismatch, Lookup
+from harness.cassette.recorder import REPLAYED_HEADER, Cassette, Lookup
 from harness.cassette.sse import SSE_CONTENT_TYPE, render_sse
 from harness.cassette.wire import body_bytes, stored_content_type
 from harness.errors import HarnessError
@@ -104,7 +104,6 @@ class ChaosCassette(Cassette):
         super().__init__(path, "none", **options)
         self.faults = normalize_faults(faults)
         self.fired: list[FiredFault] = []
-        self.misses: list[CassetteMismatch] = []
         self._fingerprints: dict[int, bytes] = {}  # request index -> fingerprint: a retry repeats its request's
 
     def lookup(self, method: str, path: str, query: str | None, raw_body: bytes | None,
@@ -117,11 +116,6 @@ class ChaosCassette(Cassette):
         """Whether the client sent the faulted request again (the SDK's retry) right after the fault."""
         following = self._fingerprints.get(fault.index + 1)
         return following is not None and following == self._fingerprints.get(fault.index)
-
-    def mismatch(self, found: Lookup) -> CassetteMismatch:
-        error = super().mismatch(found)
-        self.misses.append(error)
-        return error
 
     def answer(self, request: httpx2.Request, raw_body: bytes) -> httpx2.Response | None:
         kind = self.faults.get(self.requests_seen)  # the index this request is about to get

@@ -18,7 +18,10 @@ client and the cassette as it was; a connection failure before the answer is rec
 arrives as its own request and becomes its own interaction.
 
 In mode once (cassette present) and new_episodes, requests the cassette answers are replayed from it,
-as with `use_cassette`.
+as with `use_cassette`. In mode fork the recorded prefix is replayed while requests match, and from the
+first divergent request on every request goes to the upstream and is recorded; the cassette is written
+once, when the proxy stops (SIGINT, SIGTERM), so a proxy killed mid-run leaves the old file; what the
+fork replayed (not paid again) and re-recorded is printed then.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from harness.httpserver import (
     write_recorded,
 )
 
-PROXY_MODES: tuple[str, ...] = ("once", "new_episodes", "all", "rewrite")
+PROXY_MODES: tuple[str, ...] = ("once", "new_episodes", "all", "rewrite", "fork")
 PROXY_ERROR_HEADER = "x-harness-proxy-error"  # on the 502 the proxy sends when the upstream failed
 RECORDED_HEADER = "x-harness-recorded"  # on answers that came from the upstream (and went to the cassette)
 # Not forwarded upstream: the upstream's own host, framing we recompute, and the encoding, which the
@@ -266,7 +269,8 @@ class RecordingProxy(LoopbackServer):
             self.cassette.record(method=request.method, url=self._origin + request.target,
                                  request_headers=request.headers, request_body=request.body,
                                  elapsed_ms=elapsed_ms, **outcome)
-            self._save()
+            if self.cassette.mode != "fork":  # a fork replaces the old file once, when the run ends
+                self._save()
 
     def _save(self) -> None:
         try:
@@ -298,7 +302,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=PROXY_MODES, default="once",
                         help="once (default): record a new cassette, replay an existing one; new_episodes: replay "
                         "what matches, record the rest; all: send everything, renew what it records; rewrite: "
-                        "record afresh")
+                        "record afresh; fork: replay the matching prefix, record from the first divergent request "
+                        "(written when the proxy stops)")
     parser.add_argument("--port", type=int, default=8766, help="port on 127.0.0.1; 0 picks a free one (default 8766)")
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="seconds to wait on the upstream (read timeout; default 600)")
@@ -316,6 +321,10 @@ def run(args: argparse.Namespace) -> int:
     def report() -> None:
         print(f"harness proxy: stopped; {proxy.recorded} exchanges recorded to {args.cassette}, "
               f"{proxy.replayed} replayed from it", file=sys.stderr, flush=True)
+        if args.mode == "fork" and proxy.cassette.existed:
+            from harness.report.drift import fork_line
+
+            print(f"harness proxy: {fork_line(proxy.cassette.fork_report().to_data())}", file=sys.stderr, flush=True)
 
     run_until_stopped(
         proxy,

@@ -24,6 +24,9 @@ import pytest
 
 from harness.cassette.recorder import MODES, Cassette, use_cassette
 
+# --drift-report and the fork summary live in their own module, registered with this one.
+pytest_plugins = ("harness.pytest_drift",)
+
 _CASSETTE_KEY = pytest.StashKey[Cassette]()
 _FAILED_KEY = pytest.StashKey[bool]()
 
@@ -35,7 +38,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store",
         default=None,
         choices=MODES,
-        help="none (default: replay only, network blocked), once, new_episodes, all, rewrite",
+        help="none (default: replay only, network blocked), once, new_episodes, all, rewrite, "
+        "fork (replay the matching prefix, record from the first divergent request)",
     )
     group.addoption("--cassette-dir", action="store", default=None, help="where default cassette paths live")
     group.addoption(

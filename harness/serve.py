@@ -13,6 +13,11 @@ the Python client's CassetteMismatch text (with the diff against the nearest rec
 header `x-harness-miss: 1`, and a line on stderr: never a default answer.
 
 GET /_harness/status reports, per cassette, which interactions were played and which were not.
+
+`--drift-report FILE` writes, at shutdown, the drift report of the session (`harness.report.drift`):
+per cassette its first divergent request and the kind of change, or the interactions never asked
+for, or that it replayed. A request no cassette answers counts against the cassette whose nearest
+recorded request differs least from it (the one it was most likely meant for).
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ class ReplayServer(LoopbackServer):
         self.verbose = verbose
         self.requests = 0
         self.misses: list[dict[str, Any]] = []
+        self._first_miss: dict[int, CassetteMismatch] = {}  # cassette index -> the first miss counted against it
         self._lock = threading.Lock()  # Cassette objects are not thread-safe; requests arrive on many threads
 
     def handle(self, request: IncomingRequest, responder: Responder) -> None:
@@ -98,7 +104,17 @@ class ReplayServer(LoopbackServer):
                 return cassette, cassette.play(found)
             text = "\n\n".join(str(miss) for miss in mismatches)
             self.misses.append({"method": request.method, "path": redact_target(request.path), "message": text})
+            owner = _likeliest(mismatches)
+            self._first_miss.setdefault(owner, mismatches[owner])
         return text
+
+    def drift_entries(self, root: Path | None = None) -> list[dict[str, Any]]:
+        """One drift-report entry per cassette served (see `harness.report.drift.cassette_entry`)."""
+        from harness.report.drift import cassette_entry
+
+        with self._lock:
+            return [cassette_entry(cassette, miss=self._first_miss.get(index), root=root)
+                    for index, cassette in enumerate(self.cassettes)]
 
     def status(self) -> dict[str, Any]:
         """Per cassette: interactions played (with counts) and not played, by 0-based position; and the misses."""
@@ -132,6 +148,17 @@ class ReplayServer(LoopbackServer):
         return "\n".join(lines)
 
 
+def _likeliest(mismatches: Sequence[CassetteMismatch]) -> int:
+    """Which cassette a request no cassette answers was meant for: the one whose nearest recorded request
+    has the fewest changes against it (ties: the first given)."""
+    def distance(index: int) -> tuple[int, int, int]:
+        miss = mismatches[index]
+        changes = len(miss.change.changes) if miss.change is not None else 0
+        return (miss.nearest_position is None, changes, len(miss.differences))
+
+    return min(range(len(mismatches)), key=distance)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("cassettes", nargs="+", type=Path, metavar="CASSETTE",
                         help="cassettes to serve; a request is matched against each in this order")
@@ -144,6 +171,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a request-body field left out of matching (repeatable), e.g. metadata.user_id")
     parser.add_argument("--url-file", type=Path, help="write the server's base URL to this file once listening")
     parser.add_argument("--quiet", action="store_true", help="log only misses")
+    parser.add_argument("--drift-report", metavar="FILE",
+                        help="at shutdown, write each cassette's first divergent request and its kind of change: "
+                        "Markdown, JSON when FILE ends in .json, Markdown on stdout for '-'")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -156,6 +186,19 @@ def run(args: argparse.Namespace) -> int:
         f"{len(server.cassettes)} cassette(s) (timing {args.timing}; set ANTHROPIC_BASE_URL={{url}}; "
         f"status at {{url}}{STATUS_PATH})",
         url_file=args.url_file,
-        on_stop=lambda: print(f"harness serve: stopped\n{server.report()}", file=sys.stderr, flush=True),
+        on_stop=lambda: stop_report(server, args.drift_report),
     )
     return 1 if server.misses else 0
+
+
+def stop_report(server: ReplayServer, drift_report: str | None) -> None:
+    print(f"harness serve: stopped\n{server.report()}", file=sys.stderr, flush=True)
+    if drift_report is None:
+        return
+    from harness.report.drift import drift_document, write_drift_report
+
+    document = drift_document(server.drift_entries(Path.cwd()), source="harness serve")
+    where = write_drift_report(drift_report, document)
+    summary = document["summary"]
+    print(f"harness serve: drift report ({summary['drifted']} of {summary['cassettes']} cassette(s) drifted) "
+          f"written to {where}", file=sys.stderr, flush=True)

@@ -39,6 +39,8 @@ import httpx2
 from anthropic._base_client import BaseClient
 from vcr.stubs.httpx_stubs import vcr_handle_async_request, vcr_handle_request
 
+from harness.cassette.drift import Change, Drift, classify_request
+from harness.cassette.fork import ForkReport, fork_provenance, spend_of
 from harness.cassette.format import CassetteFile, load_cassette, save_cassette
 from harness.cassette.match import (
     RequestIndex,
@@ -64,8 +66,8 @@ from harness.cassette.wire import body_bytes, store_body, stored_content_type
 from harness.errors import CassetteError
 from harness.fingerprint import run_fingerprints
 
-Mode = Literal["none", "once", "new_episodes", "all", "rewrite"]
-MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all", "rewrite")
+Mode = Literal["none", "once", "new_episodes", "all", "rewrite", "fork"]
+MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all", "rewrite", "fork")
 REPLAYED_HEADER = "x-harness-replayed"
 
 # Set while a replayed connection failure is being raised, so the SDK's retry waits zero seconds.
@@ -85,6 +87,7 @@ class CassetteMismatch(anthropic.AnthropicError):
         reason: str,
         nearest_position: int | None = None,
         differences: Sequence[str] = (),
+        change: Drift | None = None,
     ) -> None:
         self.cassette_path = cassette_path
         self.position = position
@@ -93,13 +96,18 @@ class CassetteMismatch(anthropic.AnthropicError):
         self.reason = reason
         self.nearest_position = nearest_position
         self.differences = list(differences)
+        # The kind of change (harness.cassette.drift): which edit this miss comes from.
+        self.change = change
+        self.kind = change.kind if change is not None else None
         lines = [f"{cassette_path}: request #{position + 1} ({method} {path}) {reason}"]
+        if change is not None and change.changes:
+            lines.append(f"Kind of change: {change.summary()}")
         if nearest_position is not None and self.differences:
             lines.append(f"Nearest recorded request is #{nearest_position + 1}; what changed (recorded -> now):")
             lines.extend(f"  - {line}" for line in self.differences)
         lines.append(
             "If the change is intended, re-record: mode='rewrite' (or --record-mode=rewrite), "
-            "or 'new_episodes' to keep what still matches."
+            "or 'new_episodes' to keep what still matches, or 'fork' to replay up to here and record the rest."
         )
         super().__init__("\n".join(lines))
 
@@ -183,13 +191,18 @@ class Cassette:
         self.play_counts = [0] * len(self.recorded.interactions)
         self.new_interactions: list[dict[str, Any]] = []
         self.requests_seen = 0
+        self.misses: list[CassetteMismatch] = []  # every miss raised, also those the caller swallowed
+        self.played_order: list[int] = []  # recorded positions in the order the run first played them
+        # Mode fork: the first request that had no recording, and how it differs from the nearest one.
+        self.divergence: CassetteMismatch | None = None
+        self.saved: Path | None = None  # where save() last wrote the cassette
         self._secrets: set[str] = set()
         self._provenance: dict[str, Any] = {}
 
     # -- what the modes mean --------------------------------------------------------------------------
     @property
     def replays(self) -> bool:
-        return self.mode in ("none", "once", "new_episodes")
+        return self.mode in ("none", "once", "new_episodes", "fork")
 
     @property
     def write_protected(self) -> bool:
@@ -221,12 +234,17 @@ class Cassette:
             known = request_fingerprint(method, path, found.query, found.body, self.ignore_fields)
         found.fingerprint = known
         self.requests_seen += 1
-        if self.replays:
+        if self.replays and self.divergence is None:
             found.position = self.index.peek(found.fingerprint)
             if found.position is None and self.allow_repeats:
                 found.position = self._any_played(found.fingerprint)
         if found.position is None and self.write_protected:
-            raise self.mismatch(found)
+            miss = self.mismatch(found)
+            self.misses.append(miss)
+            raise miss
+        if found.position is None and self.mode == "fork" and self.existed and self.divergence is None:
+            # The fork point: from here on every request of the run is sent and recorded.
+            self.divergence = self.mismatch(found)
         return found
 
     def play(self, found: Lookup) -> dict[str, Any]:
@@ -235,6 +253,8 @@ class Cassette:
         if position is None:  # allow_repeats: serve a recording of it again
             position = found.position
         assert position is not None, "play() needs a lookup that found a recording"
+        if not self.play_counts[position]:
+            self.played_order.append(position)
         self.play_counts[position] += 1
         return self.recorded.interactions[position]
 
@@ -322,6 +342,8 @@ class Cassette:
         fresh = [interaction for interaction in redacted if interaction is not None]
         if self.mode == "rewrite" or not self.existed:
             kept: list[dict[str, Any]] = []
+        elif self.mode == "fork":  # the replayed prefix; the recorded rest is replaced by what the fork records
+            kept = [self.recorded.interactions[position] for position in self.played_order]
         elif self.mode == "all":
             # Compared as written: a recording is renewed by the redacted form of the new one.
             renewed = {fingerprint_of_stored(i["request"], self.ignore_fields) for i in fresh}
@@ -339,10 +361,32 @@ class Cassette:
             return None
         meta = dict(self.recorded.meta) if self.mode in ("new_episodes", "all") and self.existed else {}
         meta.update(self._provenance)
+        interactions = self.interactions_to_save()
+        if self.mode == "fork" and self.existed and self.divergence is not None:
+            meta = fork_provenance(self.recorded.meta, self._provenance, replayed=len(self.played_order),
+                                   re_recorded=len(interactions) - len(self.played_order),
+                                   first_divergent_request=self.divergence.position + 1,
+                                   change=self.divergence.change)
         if self.note:
             meta["note"] = self.note
-        cassette = CassetteFile(meta=meta, interactions=self.interactions_to_save(), path=self.path)
-        return save_cassette(cassette)
+        cassette = CassetteFile(meta=meta, interactions=interactions, path=self.path)
+        self.saved = save_cassette(cassette)
+        return self.saved
+
+    def fork_report(self) -> ForkReport:
+        """Mode fork: where the run parted from the recording and why; what was replayed (not paid again) and
+        what was recorded, with tokens and list-price cost."""
+        divergence = self.divergence
+        replaced = len(self.unplayed) if divergence is not None else 0
+        return ForkReport(
+            path=self.path,
+            first_divergent_request=divergence.position + 1 if divergence is not None else None,
+            change=divergence.change if divergence is not None else None,
+            replayed=spend_of(self.recorded.interactions[p] for p in self.played_order),
+            recorded=spend_of(self.new_interactions),
+            replaced=replaced,
+            written=self.saved is not None,
+        )
 
     # -- helpers ------------------------------------------------------------------------------------------
     def _any_played(self, fingerprint: bytes) -> int | None:
@@ -361,17 +405,23 @@ class Cassette:
         if already:
             reason = (f"was recorded {len(already)} time(s) and every recording was already played "
                       "(pass allow_repeats=True to serve it again)")
-            return CassetteMismatch(**common, reason=reason)
+            repeated = Change("other", "repeats", f"sent more often than the {len(already)} time(s) recorded")
+            return CassetteMismatch(**common, reason=reason, change=Drift.of(repeated))
         nearest = nearest_recorded(found.method, found.path, found.body, recorded_requests, found.position_in_run)
         differences: list[str] = []
+        change = Drift.of(Change("other", "cassette", "has no recorded request to compare with"))
         if nearest is not None:
             recorded = recorded_requests[nearest]
+            change = classify_request(recorded, found.method, found.path, found.query, found.body, self.ignore_fields)
             if (recorded["method"], recorded["path"]) != (found.method, found.path):
                 differences.append(f"route changed from {recorded['method']} {recorded['path']} "
                                    f"to {found.method} {found.path}")
             differences.extend(diff_summary(stored_request_body(recorded), found.body))
         reason = f"has no recording in this cassette (mode {self.mode!r} may not record)"
-        return CassetteMismatch(**common, reason=reason, nearest_position=nearest, differences=differences)
+        if self.mode == "fork":
+            reason = "has no recording in this cassette: the fork records from here"
+        return CassetteMismatch(**common, reason=reason, nearest_position=nearest, differences=differences,
+                                change=change)
 
     def _note_provenance(self, request_headers: list[tuple[str, str]], stored_request: dict[str, Any],
                          response_headers: list[tuple[str, str]]) -> None:
@@ -552,8 +602,11 @@ class use_cassette:  # a class, so one object is both the context manager and th
     Modes: none (replay only; a request with no recording fails with a diff), once (record when the
     file does not exist, else like none), new_episodes (replay what matches, record the rest), all
     (send every request, replacing the recordings it renews), rewrite (record afresh; the old file
-    is replaced only when the run ends well). `tracer_provider=` (else OpenTelemetry's global one, when
-    set) gets a GenAI chat span for each exchange the cassette records.
+    is replaced only when the run ends well), fork (replay the recorded prefix while requests match,
+    record from the first divergent request on; the old file is replaced only when the run ends well,
+    and `cassette.fork_report()` says what was replayed and what re-recorded, and why).
+    `tracer_provider=` (else OpenTelemetry's global one, when set) gets a GenAI chat span for each
+    exchange the cassette records.
     """
 
     def __init__(self, path: str | Path, mode: Mode = "none", **options: Any) -> None:

@@ -13,6 +13,10 @@ same goldens. How a folder maps onto the suites' cases:
 
 A case whose file is on neither form in the candidate folder is missing there; the comparison refuses
 that unless asked to compare the cases the two sides share.
+
+When no case reads a cassette under BASELINE but some read one under CANDIDATE, the cases are mapped
+the other way round (`anchor_folder`): after a fork in place, `harness compare saved-copy/ cassettes/`
+compares the copy kept before the fork with the cassettes the suites name.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from harness.evals.runner import run_suites
 from harness.evals.suite import Case, Suite, bundled_suite_dir, discover_suites
 from harness.report.trials import trial_case_id, trial_paths
 
-__all__ = ["case_runs", "results_for_folder", "results_for_suite_file", "suites_for"]
+__all__ = ["anchor_folder", "case_runs", "results_for_folder", "results_for_suite_file", "suites_for"]
 
 
 def _unique(suites: list[Suite]) -> list[Suite]:
@@ -82,6 +86,17 @@ def _inside(path: Path, folder: Path) -> Path | None:
         return path.resolve().relative_to(folder.resolve())
     except ValueError:
         return None
+
+
+def anchor_folder(suites: list[Suite], baseline: Path, candidate: Path) -> Path:
+    """The folder whose files the suites' cases name: BASELINE when any case reads a cassette under it, else
+    CANDIDATE when any reads one there (a copy kept before a fork in place), else BASELINE (which then errors)."""
+    cases = [case for suite in suites for case in suite.cases]
+    if any(_inside(case.cassette, baseline) is not None for case in cases):
+        return baseline
+    if any(_inside(case.cassette, candidate) is not None for case in cases):
+        return candidate
+    return baseline
 
 
 def results_for_folder(

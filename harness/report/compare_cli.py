@@ -95,7 +95,7 @@ def _sides(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
         )
     if kinds[0] == "results":
         return _load_results(baseline), _load_results(candidate)
-    from harness.report.cassette_sets import results_for_folder, results_for_suite_file, suites_for
+    from harness.report.cassette_sets import anchor_folder, results_for_folder, results_for_suite_file, suites_for
 
     if kinds[0] == "suite":
         return (
@@ -104,9 +104,10 @@ def _sides(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
         )
     suites = suites_for(args.suite, args.golden)
     golden_dir = Path(args.golden).resolve() if args.golden else None
+    base = anchor_folder(suites, baseline, candidate)
     return (
-        results_for_folder(baseline, base=baseline, suites=suites, golden_dir=golden_dir),
-        results_for_folder(candidate, base=baseline, suites=suites, golden_dir=golden_dir),
+        results_for_folder(baseline, base=base, suites=suites, golden_dir=golden_dir),
+        results_for_folder(candidate, base=base, suites=suites, golden_dir=golden_dir),
     )
 
 
