@@ -273,6 +273,7 @@ def _collector_paused() -> Iterator[None]:
 def read_bytes_bounded(path: Path, limit: int | None = None) -> bytes:
     """A file's bytes, refusing anything over `limit` bytes before reading it."""
     limit = MAX_CASSETTE_BYTES if limit is None else limit
+    refuse_symlink_escape(path)  # here, so that every reader (show, eval, serve, scan, import, the plugin) keeps it
     size = regular_file_size(path)
     if size > limit:
         raise CassetteError(f"{size:,} bytes is over the {limit:,}-byte limit for a cassette", file=path)
@@ -306,6 +307,37 @@ def decode_utf8(raw: bytes, path: Path) -> str:
 def read_text_bounded(path: Path, limit: int | None = None) -> str:
     """Read a file refusing anything over `limit` bytes or not UTF-8, before it reaches a parser."""
     return decode_utf8(read_bytes_bounded(path, limit), path)
+
+
+PROJECT_MARKERS = ("pyproject.toml", ".git")  # what makes a folder a project root
+
+
+def symlink_escape(written: Path, root: Path | None = None) -> Path | None:
+    """Where `written` really leads, when it is written as inside a project but a symlink takes it outside.
+
+    The project is `root`, else the nearest folder above `written` (as written, symlinks not followed)
+    with a pyproject.toml or .git; with no project there is no rule. A path written as outside the
+    project (`../shared/real.yaml`) is allowed: a reviewer sees where it goes.
+    """
+    absolute = Path(os.path.normpath(written.absolute()))
+    if root is None:
+        root = next((folder for folder in absolute.parents
+                     if any((folder / marker).exists() for marker in PROJECT_MARKERS)), None)
+        if root is None:
+            return None
+    root = Path(os.path.normpath(root.absolute()))
+    if not absolute.is_relative_to(root):
+        return None
+    resolved = absolute.resolve()
+    return None if resolved.is_relative_to(root.resolve()) else resolved
+
+
+def refuse_symlink_escape(path: Path) -> None:
+    """The symlink rule, for every reader: a file inside the project may not lead outside it."""
+    escape = symlink_escape(path)
+    if escape is not None:
+        raise CassetteError(f"leads outside the project through a symlink (to {escape}); copy the file into the "
+                            "project, or write the path as outside it", file=path)
 
 
 def load_cassette(path: str | Path) -> CassetteFile:
