@@ -257,6 +257,35 @@ def _refuse_alias_bombs(data: Any, *, limit: int, file: str | Path | None) -> No
                 stack.append((child, False))
 
 
+MAX_DEPTH = 100  # levels of nesting; no Messages API body comes near it, and every reader recurses
+
+
+def refuse_what_json_cannot_hold(data: Any, *, file: str | Path | None) -> None:
+    """Refuse what YAML can say and JSON cannot: a date or timestamp (an unquoted `2026-09-07`), bytes
+    (`!!binary`), a set (`!!set`), a key that is not text, and nesting past MAX_DEPTH. Each reader turns
+    a cassette into JSON sooner or later (serve, replay, reports); here it fails at load, with its place,
+    instead of as a traceback in whichever reader meets it first."""
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(data, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, dict):
+            if len(path) >= MAX_DEPTH:
+                raise CassetteError(f"nested more than {MAX_DEPTH} levels deep", file=file, where=json_path(path))
+            for key, value in node.items():
+                if not isinstance(key, str):
+                    raise CassetteError(f"the key {key!r} is not text; quote it", file=file, where=json_path(path))
+                stack.append((value, (*path, key)))
+        elif isinstance(node, list):
+            if len(path) >= MAX_DEPTH:
+                raise CassetteError(f"nested more than {MAX_DEPTH} levels deep", file=file, where=json_path(path))
+            stack.extend((value, (*path, index)) for index, value in enumerate(node))
+        elif not isinstance(node, str | int | float | bool | type(None)):
+            what = {"date": "an unquoted date", "datetime": "an unquoted timestamp", "bytes": "!!binary data",
+                    "set": "a !!set"}.get(type(node).__name__, f"a YAML {type(node).__name__}")
+            raise CassetteError(f"{what} where JSON allows only text, numbers, true/false, null, lists and "
+                                "objects; quote it", file=file, where=json_path(path))
+
+
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
     """Building a large document makes the cyclic GC rescan everything built so far, again and again (a
@@ -348,6 +377,7 @@ def load_cassette(path: str | Path) -> CassetteFile:
     data = cache.get(key) if cache is not None and key is not None else None
     if data is None:
         data = parse_yaml(decode_utf8(raw, path), file=path)
+        refuse_what_json_cannot_hold(data, file=path)  # a foreign file's dates are the importer's to convert
         validate(data, file=path)
         if cache is not None and key is not None:
             cache.put(key, data)

@@ -349,7 +349,10 @@ def _store(target: dict[str, Any], raw: bytes | str | None, parsed: Any, *, cont
            allow_sse: bool, where: str, path: Path) -> None:
     if parsed is not _ABSENT:
         if parsed is not None and parsed != "":
-            target["body"] = _plain(parsed)
+            try:
+                target["body"] = _plain(parsed)
+            except RecursionError:
+                raise CassetteError(NESTED_TOO_DEEP, file=path, where=where) from None
         return
     if raw is not None and not isinstance(raw, str | bytes):
         raise CassetteError(f"a body must be text or binary, found {type(raw).__name__}", file=path, where=where)
