@@ -215,6 +215,10 @@ def parse_yaml(text: str, *, file: str | Path | None = None) -> Any:
         raise CassetteError(f"not valid YAML: {err}", file=file) from None
     except RecursionError:
         raise CassetteError("nesting too deep to be a cassette", file=file) from None
+    except (ValueError, TypeError, AttributeError, OverflowError) as err:
+        # A tagged or implicit scalar the loader fails to build: `!!timestamp 2001-12-14`, `2026-13-45`.
+        raise CassetteError(f"not valid YAML: a value cannot be read ({type(err).__name__}: {err})",
+                            file=file) from None
 
 
 # An anchor (`&name`) starts a node: after a line start, a space or a flow indicator. Text without one
