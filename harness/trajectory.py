@@ -636,8 +636,8 @@ class _Builder:
             message_id=message_id,
             model=message.get("model"),
             blocks=blocks,
-            stop_reason=message.get("stop_reason"),
-            stop_sequence=message.get("stop_sequence"),
+            stop_reason=_text_or_none(message.get("stop_reason")),
+            stop_sequence=_text_or_none(message.get("stop_sequence")),
             usage=Usage.from_api(message.get("usage")),
             usage_counted=counted,
             attempts=attempts,
@@ -841,6 +841,11 @@ def _exchange_of_interaction(position: int, interaction: Mapping[str, Any]) -> t
 # What a value of the wrong type or size deep in a cassette raises when it is used; caught where the
 # trajectory is built and turned into a CassetteError with the file and the interaction.
 _DAMAGE = (TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError, OverflowError)
+
+
+def _text_or_none(value: Any) -> str | None:
+    """A field the API sends as text; anything else in a file reads as absent (shown as "?")."""
+    return value if isinstance(value, str) else None
 
 
 def _describe_damage(err: BaseException) -> str:

@@ -31,6 +31,7 @@ from harness.cassette.format import (
     load_cassette,
     parse_yaml,
     read_text_bounded,
+    refuse_what_json_cannot_hold,
     regular_file_size,
     save_cassette,
     validate,
@@ -503,6 +504,7 @@ def import_file(path: str | Path, *, keep_foreign_hosts: bool = True) -> Cassett
         hosts = ", ".join(sorted(set(skipped_hosts)))
         meta["note"] = f"skipped {len(skipped_hosts)} non-Anthropic interaction(s) on import: {hosts}"
     cassette = CassetteFile(meta=meta, interactions=interactions, path=None)
+    refuse_what_json_cannot_hold(cassette.to_data(), file=path)  # a !!set or !!binary inside a parsed body
     validate(cassette.to_data(), file=path)
     return cassette
 
