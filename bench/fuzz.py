@@ -47,8 +47,8 @@ def seed_cassettes(include_real: bool = True) -> list[Path]:
 # -- mutations ------------------------------------------------------------------------------------------------
 
 HOSTILE_VALUES: list[Any] = [
-    None, True, -1, 0, 200_000_000, 10**30, -(10**30), 1.5e308, float("nan"), "", "x" * 5000, "\u202e\u0000\udcff"
-    if False else "\u202e\u200b\ufeff", [], {}, [[[[]]]], {"a": {"b": {}}}, "2026-01-01", ["index"],
+    None, True, -1, 0, 200_000_000, 10**30, -(10**30), 1.5e308, float("nan"), "", "x" * 5000,
+    "\u202e\u200b\ufeff", [], {}, [[[[]]]], {"a": {"b": {}}}, "2026-01-01", ["index"],
 ]
 YAML_ONLY = ["2026-09-07", "!!binary aGVsbG8=", "!!set {a, b}", "2026-09-07T08:00:00Z", "!!timestamp 2001-12-14"]
 
