@@ -14,7 +14,10 @@ from typing import Any
 def fingerprint(value: Any) -> str | None:
     if value is None:
         return None
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    try:
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):  # keys of mixed types, a value JSON cannot hold: still stable
+        text = repr(value)
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 

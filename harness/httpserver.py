@@ -1,14 +1,26 @@
-"""HTTP plumbing shared by `harness proxy` and `harness serve`.
+"""The one HTTP server core under `harness sim`, `harness proxy` and `harness serve`.
 
-A loopback-only HTTP/1.1 server in a daemon thread; a request read whole (content-length or chunked);
-a responder that writes a head, then chunks with a flush after each (so a client sees every SSE event
-when it is sent), and can drop the connection the way a dying server does; errors in the Messages
-API's shape; and `write_recorded`, which puts one recorded interaction back on the wire.
+A hardened HTTP/1.1 server on loopback, served from a daemon thread:
+
+- requests read whole before any route sees them, with strict framing: a Content-Length that is not
+  a plain non-negative number, a chunk size that is not hex, or a body over `MAX_BODY_BYTES` is a 400
+  (413 for the size), never a handler traceback and never "read to EOF";
+- a request target with a control or non-ASCII character is a 400;
+- a Host header that does not name a loopback address is a 403, so a web page that rebinds its own
+  DNS name to 127.0.0.1 cannot read these servers (DNS rebinding);
+- socket timeouts, so half-open connections do not hold a thread each for ever;
+- a listen queue of 128 (socketserver's default of 5 resets connections from a burst of clients);
+- a stop that ends the keep-alive connections still open, so a stopped server answers nothing more.
+
+On top of it: a responder that writes a head, then chunks with a flush after each (so a client sees
+every SSE event when it is sent), and can drop the connection the way a dying server does; errors in
+the Messages API's shape; and `write_recorded`, which puts one recorded interaction back on the wire.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import signal
 import socket
@@ -21,15 +33,18 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
-from harness.cassette.recorder import REPLAYED_HEADER
 from harness.cassette.sse import render_event
 from harness.cassette.wire import body_bytes, stored_content_type
 from harness.errors import HarnessError
 
 LOOPBACK = "127.0.0.1"
+LISTEN_QUEUE = 128  # socketserver's default of 5 resets connections from a burst of async calls
+SOCKET_TIMEOUT = 60.0  # seconds a connection may sit silent (mid-request or between requests) before it is closed
+MAX_BODY_BYTES = 64 * 1024 * 1024  # the largest request body read (the API's own limit is 32 MB)
+STOP_GRACE = 0.5  # seconds a stop on SIGTERM gives the answers under way before it cuts their connections
 MISS_HEADER = "x-harness-miss"  # set on every answer that is a harness miss, never on a recorded answer
 Timing = Literal["none", "recorded"]
 TIMINGS: tuple[str, ...] = ("none", "recorded")
@@ -68,6 +83,21 @@ class IncomingRequest:
         return urlsplit(self.target).query
 
 
+def chunk_frame(data: bytes) -> bytes:
+    """One chunk of a chunked body, sent with a flush so the client sees it (an SSE event) at once."""
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+
+def drop_connection(handler: BaseHTTPRequestHandler) -> None:
+    """Close abruptly (RST, no FIN handshake), the way a dying proxy or server does."""
+    handler.close_connection = True
+    with contextlib.suppress(OSError):
+        handler.wfile.flush()
+    with contextlib.suppress(OSError):
+        handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        handler.connection.shutdown(socket.SHUT_RDWR)
+
+
 class Responder:
     """Writes one answer: a head, then a whole body or chunks; or drops the connection."""
 
@@ -102,7 +132,7 @@ class Responder:
     def write_chunk(self, data: bytes) -> None:
         if not data:
             return  # an empty chunk would end the body
-        self._write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self._write(chunk_frame(data))
 
     def finish(self) -> None:
         """End a chunked body properly (a dropped connection instead is a truncated stream)."""
@@ -120,13 +150,7 @@ class Responder:
 
     def drop(self) -> None:
         """Close abruptly (RST, no FIN handshake): the client sees a broken connection or stream."""
-        handler = self._handler
-        handler.close_connection = True
-        with contextlib.suppress(OSError):
-            handler.wfile.flush()
-        with contextlib.suppress(OSError):
-            handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            handler.connection.shutdown(socket.SHUT_RDWR)
+        drop_connection(self._handler)
 
     def _write(self, data: bytes) -> None:
         try:
@@ -136,56 +160,215 @@ class Responder:
             raise ClientDisconnected(str(err)) from err
 
 
-def _read_body(handler: BaseHTTPRequestHandler) -> bytes:
-    if handler.headers.get("transfer-encoding", "").lower() == "chunked":
-        chunks = []
+class MalformedRequest(Exception):
+    """A request this server will not read: answered with `status` and the reason, then the connection closes."""
+
+    def __init__(self, reason: str, status: int = 400) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
+def is_loopback_host(host_header: str) -> bool:
+    """Whether a Host header names this machine: localhost (or *.localhost), 127.0.0.0/8 or ::1, any port."""
+    host = host_header.strip().lower()
+    if host.startswith("["):  # [::1]:8080
+        host = host[1:].partition("]")[0]
+    elif host.count(":") == 1:
+        host = host.partition(":")[0]
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _content_length(value: str) -> int:
+    text = value.strip()
+    # int() would also take "+5", " 5", "5_0" and "-1"; the grammar is digits only.
+    if not text.isascii() or not text.isdigit():
+        raise MalformedRequest(f"Content-Length {value!r} is not a non-negative whole number")
+    length = int(text)
+    if length > MAX_BODY_BYTES:
+        raise MalformedRequest(f"the body is {length} bytes; this server reads at most {MAX_BODY_BYTES}", 413)
+    return length
+
+
+def _read_exactly(rfile: Any, size: int) -> bytes:
+    data = rfile.read(size)
+    if len(data) != size:
+        raise MalformedRequest(f"the body ended after {len(data)} of {size} bytes")
+    return data
+
+
+def read_body(rfile: Any, headers: Any) -> bytes:
+    """The request body, by its framing (chunked or Content-Length); MalformedRequest when the framing is bad."""
+    encoding = (headers.get("transfer-encoding") or "").strip().lower()
+    lengths = headers.get_all("content-length") or []
+    if encoding and encoding != "chunked":
+        raise MalformedRequest(f"Transfer-Encoding {encoding!r} is not supported; send chunked or a Content-Length")
+    if encoding == "chunked":
+        if lengths:  # both framings at once is how requests are smuggled
+            raise MalformedRequest("a request may not carry both Content-Length and Transfer-Encoding")
+        chunks: list[bytes] = []
+        total = 0
         while True:
-            size = int(handler.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            line = rfile.readline(1026)
+            size_text = line.split(b";")[0].strip()
+            if not line.endswith(b"\n") or not size_text or not all(c in b"0123456789abcdefABCDEF" for c in size_text):
+                raise MalformedRequest(f"chunk size {line[:40]!r} is not a hexadecimal number")
+            size = int(size_text, 16)
+            total += size
+            if total > MAX_BODY_BYTES:
+                raise MalformedRequest(f"the chunked body exceeds {MAX_BODY_BYTES} bytes", 413)
             if size == 0:
-                while handler.rfile.readline() not in (b"\r\n", b"\n", b""):
-                    pass  # trailers
-                return b"".join(chunks)
-            chunks.append(handler.rfile.read(size))
-            handler.rfile.readline()
-    length = int(handler.headers.get("content-length") or 0)
-    return handler.rfile.read(length) if length else b""
+                for _ in range(100):  # trailers, up to the blank line
+                    if rfile.readline(65537) in (b"\r\n", b"\n", b""):
+                        return b"".join(chunks)
+                raise MalformedRequest("too many trailer lines after the last chunk")
+            chunks.append(_read_exactly(rfile, size))
+            if rfile.readline(3) not in (b"\r\n", b"\n"):
+                raise MalformedRequest("a chunk is not followed by CRLF")
+    if len(set(lengths)) > 1:
+        raise MalformedRequest(f"conflicting Content-Length headers {lengths!r}")
+    length = _content_length(lengths[0]) if lengths else 0
+    return _read_exactly(rfile, length) if length else b""
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+class HardenedHandler(BaseHTTPRequestHandler):
+    """Reads and checks each request before any route runs: target, Host, framing; the body is `self.body`.
+
+    The sim's handler and the one under `LoopbackServer` (proxy, serve) both derive from it.
+    """
+
     protocol_version = "HTTP/1.1"  # keep-alive, chunked bodies
     sys_version = ""
+    timeout = SOCKET_TIMEOUT  # socketserver sets it on the connection: a silent client is cut loose
+    body: bytes = b""
+
+    def version_string(self) -> str:
+        return self.server_version
 
     def log_message(self, format: str, *args: Any) -> None:
         """The owning server logs each exchange its own way."""
 
-    def _dispatch(self) -> None:
+    def parse_request(self) -> bool:
+        if not super().parse_request():
+            return False
+        refusal = self._refusal()
+        if refusal is None:
+            try:
+                self.body = read_body(self.rfile, self.headers)
+            except MalformedRequest as err:
+                refusal = err
+            except TimeoutError:
+                refusal = MalformedRequest("the body did not arrive in time", 408)
+        if refusal is not None:
+            self.refuse(refusal.status, str(refusal))
+            return False
+        return True
+
+    def _refusal(self) -> MalformedRequest | None:
+        if not self.path.isascii() or not self.path.isprintable():
+            return MalformedRequest(f"the request target {self.path[:80]!r} has characters a URL may not have")
+        host = self.headers.get("host")
+        if host is not None and not is_loopback_host(host):
+            return MalformedRequest(f"Host {host[:80]!r} is not a loopback name; this server answers only "
+                                    "requests addressed to 127.0.0.1, ::1 or localhost", 403)
+        return None
+
+    def refuse(self, status: int, reason: str) -> None:
+        """Answer with an API-shaped error and close the connection (what follows on it cannot be trusted)."""
+        self.close_connection = True
+        kind = {403: "permission_error", 413: "request_too_large"}.get(status, "invalid_request_error")
+        data = json.dumps(api_error(kind, f"{self.server_version}: {reason}")).encode("utf-8")
+        with contextlib.suppress(OSError):
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.send_header("connection", "close")
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+
+
+class HttpServer(ThreadingHTTPServer):
+    """A threading HTTP server that tracks its open connections, so that a stop can end them."""
+
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = LISTEN_QUEUE
+    quiet_errors: ClassVar[tuple[type[BaseException], ...]] = (ConnectionError, TimeoutError, ClientDisconnected)
+    owner: Any  # the object that answers: a LoopbackServer or the Simulator
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
+        super().__init__(address, handler)
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up or went silent is normal here; anything else is reported."""
+        if not isinstance(sys.exc_info()[1], self.quiet_errors):
+            super().handle_error(request, client_address)
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        try:
+            super().finish_request(request, client_address)
+        finally:
+            with self._open_lock:
+                self._open.discard(request)
+
+    def close_open_connections(self) -> None:
+        """End the connections still open (keep-alive or mid-answer): a stopped server answers nothing more."""
+        with self._open_lock:
+            connections = list(self._open)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
+
+def serve_in_thread(server: HttpServer, name: str) -> threading.Thread:
+    # A short poll interval keeps stop() quick: shutdown() waits for the loop's next poll.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, name=name, daemon=True)
+    thread.start()
+    return thread
+
+
+def stop_serving(server: HttpServer, thread: threading.Thread | None) -> None:
+    """Stop accepting and close the listening socket (connections still open are the caller's to end)."""
+    server.shutdown()
+    server.server_close()
+    if thread is not None:
+        thread.join(timeout=5)
+
+
+class _Handler(HardenedHandler):
+    server: HttpServer
+
+    def setup(self) -> None:
+        super().setup()
         self.server_version = self.server.owner.server_name
-        request = IncomingRequest(self.command, self.path, list(self.headers.items()), _read_body(self))
+
+    def _dispatch(self) -> None:
+        owner: LoopbackServer = self.server.owner
+        request = IncomingRequest(self.command, self.path, list(self.headers.items()), self.body)
         responder = Responder(self)
-        if self.server.owner.stopped:  # a request on a kept-alive connection after stop(): nobody is answering
+        if owner.stopped:  # a request on a kept-alive connection after stop(): nobody is answering
             responder.drop()
             return
-        self.server.owner._begin()
+        owner._begin()
         try:
-            self.server.owner.handle(request, responder)
+            owner.handle(request, responder)
         except ClientDisconnected:
             self.close_connection = True
         finally:
-            self.server.owner._end()
+            owner._end()
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _dispatch
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    owner: LoopbackServer
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that hung up is normal here; anything else is reported."""
-        if not isinstance(sys.exc_info()[1], ConnectionError | ClientDisconnected):
-            super().handle_error(request, client_address)
 
 
 class LoopbackServer:
@@ -195,7 +378,7 @@ class LoopbackServer:
 
     def __init__(self, *, port: int = 0) -> None:
         self.port = port
-        self._server: _Server | None = None
+        self._server: HttpServer | None = None
         self._thread: threading.Thread | None = None
         self._in_flight = 0
         self._idle = threading.Condition()
@@ -210,31 +393,26 @@ class LoopbackServer:
             return self
         self.stopped = False
         try:
-            self._server = _Server((LOOPBACK, self.port), _Handler)
+            self._server = HttpServer((LOOPBACK, self.port), _Handler)
         except OSError as err:
             raise HarnessError(f"cannot listen on {LOOPBACK}:{self.port}: {err.strerror or err}") from None
         self._server.owner = self
         self.port = self._server.server_address[1]
-        # A short poll interval keeps stop() quick: shutdown() waits for the loop's next poll.
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
-                                        name=self.server_name, daemon=True)
-        self._thread.start()
+        self._thread = serve_in_thread(self._server, self.server_name)
         return self
 
     def stop(self, grace: float = 5.0) -> None:
-        """Stop accepting, then give the exchanges under way up to `grace` seconds to finish."""
+        """Stop accepting, give the exchanges under way up to `grace` seconds to finish, then cut them off."""
         server, self._server = self._server, None
         if server is None:
             return
         self.stopped = True
-        server.shutdown()
-        server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        stop_serving(server, self._thread)
         deadline = time.monotonic() + grace
         with self._idle:
             while self._in_flight and (left := deadline - time.monotonic()) > 0:
                 self._idle.wait(left)
+        server.close_open_connections()
 
     def __enter__(self) -> LoopbackServer:
         return self.start()
@@ -280,7 +458,7 @@ def run_until_stopped(server: LoopbackServer, *, banner: str, url_file: Path | N
             # A second Ctrl-C while we finish must not interrupt a save half-way.
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        server.stop()
+        server.stop(STOP_GRACE)  # SIGTERM means now: the process is gone within a second
         if on_stop is not None:
             on_stop()
 
@@ -290,6 +468,9 @@ def run_until_stopped(server: LoopbackServer, *, banner: str, url_file: Path | N
 
 
 def replay_headers(stored: Mapping[str, Any]) -> list[tuple[str, str]]:
+    # Imported here: the simulator shares this module and should not load the SDK and vcrpy.
+    from harness.cassette.recorder import REPLAYED_HEADER
+
     headers = [(name, value) for name, value in (stored.get("headers") or {}).items()
                if name.lower() not in HOP_BY_HOP and name.lower() not in FRAMING]
     content_type = stored_content_type(stored)

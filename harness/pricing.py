@@ -59,6 +59,8 @@ _SUFFIX = re.compile(r"(?:[-@]\d{8}|-latest)?(?:-v\d+(?::\d+)?)?")
 
 def price_for(model: str) -> Price | None:
     """The price of `model` (alias, dated id, Bedrock or Vertex id), or None when it is not known."""
+    if not isinstance(model, str):  # a damaged file's model: a number, a list, nothing
+        return None
     name = model.strip().lower()
     for prefix in ("anthropic.", "us.anthropic.", "eu.anthropic.", "apac.anthropic.", "global.anthropic."):
         if name.startswith(prefix):
@@ -83,7 +85,9 @@ def _count(usage: Any, names: tuple[str, ...]) -> int:
     for name in names:
         value = usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
         if value is not None:
-            return int(value)
+            # A count from a file may be anything; only a plain non-negative number counts.
+            plain = isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < 1e15
+            return int(value) if plain else 0
     return 0
 
 

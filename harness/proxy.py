@@ -7,9 +7,12 @@ chunk, so the client sees the first token when the upstream sends it. Each excha
 the same `Cassette.record` as the in-process recorder (allow-listed headers, secrets scrubbed, stable
 request ids), streams as events with `offset_ms` from the start of the response.
 
-Saving: after every exchange, atomically, before the client has read the end of its answer; so a
-client that has finished can read the cassette, and SIGINT, SIGTERM or even SIGKILL leaves either the
-previous file or a complete new one.
+Saving: each exchange is appended to a journal beside the cassette (`.NAME.journal`, one fsynced line)
+once the client has its answer, in time that does not grow with the cassette; the cassette is written
+once, atomically, at stop, and the journal removed. SIGINT and SIGTERM stop the proxy that way; SIGKILL
+leaves the previous cassette untouched and the journal, which the next proxy on that cassette folds in
+before it starts. A save that fails (a full disk) never costs the client its answer nor makes a second
+upstream call: it is logged at once and reported at stop, when the whole cassette is written again.
 
 Failures are recorded as they happened and never dressed up as answers: an upstream 4xx/5xx goes to the
 client and the cassette as it was; a connection failure before the answer is recorded as
@@ -35,10 +38,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import filelock
 import httpx2
 
-from harness.cassette.recorder import Cassette, CassetteMismatch, Mode, lock_path
+from harness.cassette.journal import Journal, journal_path, read_journal
+from harness.cassette.lock import RecordingLock
+from harness.cassette.recorder import Cassette, CassetteMismatch, Mode
 from harness.cassette.redact import redact_target
 from harness.cassette.sse import SSE_CONTENT_TYPE, parse_sse
 from harness.errors import HarnessError
@@ -116,7 +120,8 @@ class RecordingProxy(LoopbackServer):
     server_name = "harness-proxy"
 
     def __init__(self, upstream: str, cassette: str | Path, *, mode: Mode = "once", port: int = 0,
-                 timeout: float = 600.0, verbose: bool = False, **cassette_options: Any) -> None:
+                 timeout: float = 600.0, verbose: bool = False, lock_timeout: float | None = None,
+                 **cassette_options: Any) -> None:
         super().__init__(port=port)
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -126,16 +131,22 @@ class RecordingProxy(LoopbackServer):
                                "(to replay only, use `harness serve`)")
         self.upstream = upstream.rstrip("/")
         self._origin = f"{parts.scheme}://{parts.netloc}"
+        self.verbose = verbose
         # The same lock as use_cassette: a proxy and a Python recorder never write one cassette at once.
-        self._file_lock = filelock.FileLock(lock_path(Path(cassette)))
-        self._file_lock.acquire(timeout=30)
+        self._file_lock = RecordingLock(cassette, timeout=lock_timeout, who=f"harness proxy --upstream {upstream}")
+        self._file_lock.acquire()
         try:
+            self.recovered = _recover_journal(Path(cassette), cassette_options)
+            if self.recovered:
+                self._log(f"folded {self.recovered} exchanges a killed proxy left in its journal into {cassette}",
+                          always=True)
             self.cassette = Cassette(cassette, mode, **cassette_options)
         except BaseException:
             self._file_lock.release()
             raise
-        self.verbose = verbose
         self.replayed = 0  # answers served from the cassette
+        self.save_failures: list[str] = []  # journal or cassette writes that failed, reported at stop
+        self._journal = Journal(self.cassette.path)
         self._lock = threading.Lock()  # the Cassette is not thread-safe; requests arrive on many threads
         self._closed = False
         loopback = parts.hostname in ("127.0.0.1", "localhost", "::1")
@@ -203,10 +214,13 @@ class RecordingProxy(LoopbackServer):
         except httpx2.RequestError as error:
             self._failed(request, responder, _failure_kind(error), _describe(error), started)
             return
-        self._record(request, response, started, response_body=body)
+        position = self._record(request, response, started, response_body=body)
         self._log(f"{_shown(request)} -> {response.status_code} (recorded #{self.recorded})")
-        responder.send_body(response.status_code, self._client_headers(response), body,
-                            reason=response.reason_phrase)
+        try:
+            responder.send_body(response.status_code, self._client_headers(response), body,
+                                reason=response.reason_phrase)
+        finally:
+            self._write_journal(position)  # after the client has its answer
 
     def _pass_stream(self, request: IncomingRequest, responder: Responder, response: httpx2.Response,
                      started: float) -> None:
@@ -230,27 +244,33 @@ class RecordingProxy(LoopbackServer):
             offset = round((time.monotonic() - head_at) * 1000, 1)
             events.extend({**event, "offset_ms": offset} for event in splitter.close())
         truncated = upstream_failure is not None or client_gone
-        self._record(request, response, started, events=events, truncated=truncated)
+        position = self._record(request, response, started, events=events, truncated=truncated)
         what = f"{response.status_code} stream, {len(events)} events"
-        if upstream_failure:
-            self._log(f"{_shown(request)} -> {what}, then the upstream failed ({upstream_failure}); "
-                      f"recorded #{self.recorded} as truncated", always=True)
-            responder.drop()  # the client's stream ends where the upstream's did
-        elif client_gone:
-            self._log(f"{_shown(request)} -> {what}, then the client hung up; "
-                      f"recorded #{self.recorded} as truncated", always=True)
-        else:
-            self._log(f"{_shown(request)} -> {what} (recorded #{self.recorded})")
-            responder.finish()
+        try:
+            if upstream_failure:
+                self._log(f"{_shown(request)} -> {what}, then the upstream failed "
+                          f"({upstream_failure}); recorded #{self.recorded} as truncated", always=True)
+                responder.drop()  # the client's stream ends where the upstream's did
+            elif client_gone:
+                self._log(f"{_shown(request)} -> {what}, then the client hung up; "
+                          f"recorded #{self.recorded} as truncated", always=True)
+            else:
+                self._log(f"{_shown(request)} -> {what} (recorded #{self.recorded})")
+                responder.finish()
+        finally:
+            self._write_journal(position)  # after the client has the end of its stream
 
     def _failed(self, request: IncomingRequest, responder: Responder, kind: str, message: str,
                 started: float) -> None:
-        self._record(request, None, started, error={"kind": kind, "message": message})
+        position = self._record(request, None, started, error={"kind": kind, "message": message})
         self._log(f"{_shown(request)} -> upstream {kind} ({message}); "
                   f"recorded #{self.recorded} as a {kind} failure, answered 502", always=True)
         text = (f"harness proxy: the upstream {self.upstream} failed before answering ({kind}: {message}). "
                 f"The cassette records the {kind}, not this 502.")
-        responder.send_json(502, api_error("api_error", text), [(PROXY_ERROR_HEADER, kind)])
+        try:
+            responder.send_json(502, api_error("api_error", text), [(PROXY_ERROR_HEADER, kind)])
+        finally:
+            self._write_journal(position)
 
     # -- the cassette -----------------------------------------------------------------------------------
     def _client_headers(self, response: httpx2.Response) -> list[tuple[str, str]]:
@@ -259,37 +279,95 @@ class RecordingProxy(LoopbackServer):
         return [*kept, (RECORDED_HEADER, "1")]
 
     def _record(self, request: IncomingRequest, response: httpx2.Response | None, started: float,
-                **outcome: Any) -> None:
+                **outcome: Any) -> int | None:
+        """Add the exchange to the cassette in memory (quick, and in the order exchanges ended); its position
+        among the new interactions, or None once stopped. `_write_journal` makes it durable."""
         elapsed_ms = (time.monotonic() - started) * 1000
         with self._lock:
             if self._closed:  # stop() has written the cassette for the last time
-                return
+                return None
             if response is not None:
                 outcome.update(status=response.status_code, response_headers=response.headers.multi_items())
             self.cassette.record(method=request.method, url=self._origin + request.target,
                                  request_headers=request.headers, request_body=request.body,
                                  elapsed_ms=elapsed_ms, **outcome)
-            if self.cassette.mode != "fork":  # a fork replaces the old file once, when the run ends
-                self._save()
+            return len(self.cassette.new_interactions) - 1
 
-    def _save(self) -> None:
+    def _write_journal(self, position: int | None) -> None:
+        """Append one exchange to the journal. A failure is logged and kept for the report at stop: the
+        client already has its answer, and the exchange is still in memory for the save at stop. A fork keeps
+        no journal: it replaces the old file only at a graceful stop, so a killed fork leaves the old file."""
+        if position is None or self.cassette.mode == "fork":
+            return
+        with self._lock:
+            if self._closed:
+                return
+            interaction = self.cassette.redacted(self.cassette.new_interactions[position], position)
+            header = {"mode": self.cassette.mode, "provenance": self.cassette.provenance,
+                      "note": self.cassette.note}
+        if interaction is None:
+            return
+        try:
+            self._journal.append(header, position, interaction)
+        except (OSError, ValueError) as err:
+            self._save_failed(f"exchange #{position + 1} could not be written to {self._journal.path}: "
+                              f"{getattr(err, 'strerror', None) or err}")
+
+    def _save_failed(self, reason: str) -> None:
+        with self._lock:
+            self.save_failures.append(reason)
+        print(f"harness proxy: {reason}", file=sys.stderr, flush=True)
+
+    def _save(self) -> bool:
         try:
             self.cassette.save()
-        except HarnessError as err:  # the exchange stays in memory; the next save tries again
-            print(f"harness proxy: could not save the cassette: {err}", file=sys.stderr, flush=True)
+        except (HarnessError, OSError) as err:
+            self._save_failed(f"could not save the cassette {self.cassette.path}: "
+                              f"{getattr(err, 'strerror', None) or err}; the journal {self._journal.path} "
+                              "keeps what was recorded")
+            return False
+        return True
 
     def stop(self, grace: float = 5.0) -> None:
         super().stop(grace)
         with self._lock:
-            if not self._closed:
-                self._closed = True
-                self._save()
-                self._client.close()
-                self._file_lock.release()
+            if self._closed:
+                return
+            self._closed = True
+        saved = self._save()
+        if saved:
+            self._journal.remove()  # everything it held is in the cassette now
+        else:
+            self._journal.close()
+        self._client.close()
+        self._file_lock.release()
 
     def _log(self, line: str, *, always: bool = False) -> None:
         if self.verbose or always:
             print(f"harness proxy: {line}", file=sys.stderr, flush=True)
+
+
+def _recover_journal(cassette: Path, options: dict[str, Any]) -> int:
+    """Fold in the journal a killed proxy left beside `cassette`; the number of exchanges it held."""
+    path = journal_path(cassette)
+    if not path.exists():
+        return 0
+    found = read_journal(path)
+    if found is None or not found[1]:
+        path.unlink(missing_ok=True)
+        return 0
+    header, interactions = found
+    mode = header.get("mode") if header.get("mode") in PROXY_MODES else "new_episodes"
+    recovered = Cassette(cassette, mode, **{**options, "note": header.get("note") or options.get("note")})
+    recovered.new_interactions = interactions
+    if isinstance(header.get("provenance"), dict):
+        recovered.provenance = header["provenance"]
+    if recovered.write_protected:  # mode once over a cassette that exists: what the run recorded is added
+        recovered = Cassette(cassette, "new_episodes", **options)
+        recovered.new_interactions = interactions
+    recovered.save()
+    path.unlink(missing_ok=True)
+    return len(interactions)
 
 
 # -- the command ------------------------------------------------------------------------------------------
@@ -312,11 +390,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--secret-header", action="append", default=[], metavar="NAME",
                         help="a request header whose value is a credential, removed wherever it appears "
                         "(repeatable; x-api-key, authorization and the like always are)")
+    parser.add_argument("--lock-timeout", type=float, default=None, metavar="SECONDS",
+                        help="give up when another recorder holds the cassette this long (default 300, "
+                        "or HARNESS_LOCK_TIMEOUT)")
 
 
 def run(args: argparse.Namespace) -> int:
     proxy = RecordingProxy(args.upstream, args.cassette, mode=args.mode, port=args.port, timeout=args.timeout,
-                           verbose=not args.quiet, secret_headers=args.secret_header)
+                           verbose=not args.quiet, lock_timeout=args.lock_timeout,
+                           secret_headers=args.secret_header)
 
     def report() -> None:
         print(f"harness proxy: stopped; {proxy.recorded} exchanges recorded to {args.cassette}, "
@@ -325,6 +407,9 @@ def run(args: argparse.Namespace) -> int:
             from harness.report.drift import fork_line
 
             print(f"harness proxy: {fork_line(proxy.cassette.fork_report().to_data())}", file=sys.stderr, flush=True)
+        if proxy.save_failures:
+            print(f"harness proxy: {len(proxy.save_failures)} save(s) failed during the run:\n  "
+                  + "\n  ".join(proxy.save_failures), file=sys.stderr, flush=True)
 
     run_until_stopped(
         proxy,
@@ -333,4 +418,4 @@ def run(args: argparse.Namespace) -> int:
         url_file=args.url_file,
         on_stop=report,
     )
-    return 0
+    return 1 if proxy.save_failures else 0

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.errors import CassetteError
 from harness.fingerprint import fingerprint
 
 if TYPE_CHECKING:
@@ -196,7 +197,8 @@ class Step:
 
     @property
     def text(self) -> str:
-        return "".join(block.get("text", "") for block in self.blocks if block.get("type") == "text")
+        return "".join(text for block in self.blocks
+                       if block.get("type") == "text" and isinstance(text := block.get("text", ""), str))
 
     @property
     def duration_ms(self) -> float | None:
@@ -387,7 +389,11 @@ class Trajectory:
         exchanges: list[Exchange] = []
         skipped: list[dict[str, Any]] = []
         for position, interaction in enumerate(cassette.interactions):
-            exchange, why_not = _exchange_of_interaction(position, interaction)
+            try:
+                exchange, why_not = _exchange_of_interaction(position, interaction)
+            except _DAMAGE as err:  # a shape the schema lets through but no reader can use
+                raise CassetteError(f"this interaction cannot be read: {_describe_damage(err)}",
+                                    file=cassette.path, where=f"interactions[{position}]") from None
             if exchange is None and _is_batch_call(interaction):
                 continue  # read below: each result of a batch becomes a run, named by its custom_id
             if exchange is None:
@@ -406,7 +412,12 @@ class Trajectory:
             "imported_from": meta.get("imported_from"),
             "fingerprints": meta.get("fingerprints") or {},
         }
-        return cls.from_exchanges(exchanges, source=source, skipped=skipped)
+        try:
+            trajectory = cls.from_exchanges(exchanges, source=source, skipped=skipped)
+        except _DAMAGE as err:
+            raise CassetteError(f"its interactions do not add up to a trajectory: {_describe_damage(err)}",
+                                file=cassette.path) from None
+        return trajectory
 
     @classmethod
     def from_run(cls, result: Any) -> Trajectory:
@@ -643,8 +654,8 @@ class _Builder:
             message_id=message_id,
             model=message.get("model"),
             blocks=blocks,
-            stop_reason=message.get("stop_reason"),
-            stop_sequence=message.get("stop_sequence"),
+            stop_reason=_text_or_none(message.get("stop_reason")),
+            stop_sequence=_text_or_none(message.get("stop_sequence")),
             usage=Usage.from_api(message.get("usage")),
             usage_counted=counted,
             attempts=attempts,
@@ -858,6 +869,24 @@ def _exchange_of_interaction(position: int, interaction: Mapping[str, Any]) -> t
         duration_ms=duration,
         first_token_ms=first_token,
     ), ""
+
+
+# What a value of the wrong type or size deep in a cassette raises when it is used; caught where the
+# trajectory is built and turned into a CassetteError with the file and the interaction.
+_DAMAGE = (TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError, OverflowError)
+
+
+def _text_or_none(value: Any) -> str | None:
+    """A field the API sends as text; anything else in a file reads as absent (shown as "?")."""
+    return value if isinstance(value, str) else None
+
+
+def _describe_damage(err: BaseException) -> str:
+    if isinstance(err, RecursionError):
+        return "values nested too deep"
+    if isinstance(err, KeyError):
+        return f"the field {err.args[0]!r} is missing"
+    return f"{err}"[:300] or type(err).__name__
 
 
 def _is_message(payload: Mapping[str, Any]) -> bool:

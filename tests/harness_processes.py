@@ -19,7 +19,7 @@ def start_serving_command(url_file: Path, *argv: str) -> tuple[subprocess.Popen[
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
-    for _ in range(400):
+    for _ in range(1200):  # a loaded CI machine can take 10 s and more to import the SDK
         if url_file.exists() and url_file.read_text().strip():
             return process, url_file.read_text().strip()
         if process.poll() is not None:

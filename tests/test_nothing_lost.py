@@ -158,7 +158,8 @@ def test_the_recording_lock_is_held_for_the_whole_run(tmp_path: Path) -> None:
     """The turn-taking above relies on this: use_cassette in a record mode holds the lock until it has saved."""
     import filelock
 
-    from harness.cassette.recorder import lock_path, use_cassette
+    from harness.cassette.lock import lock_path
+    from harness.cassette.recorder import use_cassette
 
     path = tmp_path / "locked.yaml"
     with use_cassette(path, mode="once"):

@@ -271,3 +271,27 @@ def test_writable_schema_cannot_rewrite_the_schema(database: ReadOnlyDatabase) -
 def test_query_input_of_the_wrong_shape_is_refused_by_the_schema(database: ReadOnlyDatabase,
                                                                  tool_input: object) -> None:
     assert call(build_registry(database=database), "query_db", tool_input).is_error
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT zeroblob(999999999) FROM users",
+    "SELECT randomblob(500000000)",
+    "SELECT group_concat(printf('%.*c', 100000, 'x')) FROM users",
+    "SELECT printf('%.*c', 900000, 'x') FROM users",  # each value is allowed; together they are too many bytes
+])
+def test_query_db_is_bounded_in_bytes(database: ReadOnlyDatabase, sql: str) -> None:
+    """A value or a result over its byte cap is a tool error, refused before it is built or as it arrives."""
+    registry = build_registry(database=database)
+    output = call(registry, "query_db", {"sql": sql})
+    assert output.is_error, output.content[:200]
+    assert "too large" in output.content and "Table users has columns" in output.content
+
+
+def test_query_db_is_interrupted_at_its_deadline(database: ReadOnlyDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.agents.data_assistant import db
+
+    monkeypatch.setattr(db, "QUERY_SECONDS", 0.2)
+    registry = build_registry(database=database)
+    output = call(registry, "query_db", {"sql": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+                                                "SELECT count(*) FROM c"})
+    assert output.is_error and "ran too long and was stopped" in output.content

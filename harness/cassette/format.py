@@ -218,6 +218,10 @@ def parse_yaml(text: str, *, file: str | Path | None = None, loader: type | None
         raise CassetteError(f"not valid YAML: {err}", file=file) from None
     except RecursionError:
         raise CassetteError("nesting too deep to be a cassette", file=file) from None
+    except (ValueError, TypeError, AttributeError, OverflowError) as err:
+        # A tagged or implicit scalar the loader fails to build: `!!timestamp 2001-12-14`, `2026-13-45`.
+        raise CassetteError(f"not valid YAML: a value cannot be read ({type(err).__name__}: {err})",
+                            file=file) from None
 
 
 # An anchor (`&name`) starts a node: after a line start, a space or a flow indicator. Text without one
@@ -260,6 +264,35 @@ def _refuse_alias_bombs(data: Any, *, limit: int, file: str | Path | None) -> No
                 stack.append((child, False))
 
 
+MAX_DEPTH = 100  # levels of nesting; no Messages API body comes near it, and every reader recurses
+
+
+def refuse_what_json_cannot_hold(data: Any, *, file: str | Path | None) -> None:
+    """Refuse what YAML can say and JSON cannot: a date or timestamp (an unquoted `2026-09-07`), bytes
+    (`!!binary`), a set (`!!set`), a key that is not text, and nesting past MAX_DEPTH. Each reader turns
+    a cassette into JSON sooner or later (serve, replay, reports); here it fails at load, with its place,
+    instead of as a traceback in whichever reader meets it first."""
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(data, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, dict):
+            if len(path) >= MAX_DEPTH:
+                raise CassetteError(f"nested more than {MAX_DEPTH} levels deep", file=file, where=json_path(path))
+            for key, value in node.items():
+                if not isinstance(key, str):
+                    raise CassetteError(f"the key {key!r} is not text; quote it", file=file, where=json_path(path))
+                stack.append((value, (*path, key)))
+        elif isinstance(node, list):
+            if len(path) >= MAX_DEPTH:
+                raise CassetteError(f"nested more than {MAX_DEPTH} levels deep", file=file, where=json_path(path))
+            stack.extend((value, (*path, index)) for index, value in enumerate(node))
+        elif not isinstance(node, str | int | float | bool | type(None)):
+            what = {"date": "an unquoted date", "datetime": "an unquoted timestamp", "bytes": "!!binary data",
+                    "set": "a !!set"}.get(type(node).__name__, f"a YAML {type(node).__name__}")
+            raise CassetteError(f"{what} where JSON allows only text, numbers, true/false, null, lists and "
+                                "objects; quote it", file=file, where=json_path(path))
+
+
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
     """Building a large document makes the cyclic GC rescan everything built so far, again and again (a
@@ -276,6 +309,7 @@ def _collector_paused() -> Iterator[None]:
 def read_bytes_bounded(path: Path, limit: int | None = None) -> bytes:
     """A file's bytes, refusing anything over `limit` bytes before reading it."""
     limit = MAX_CASSETTE_BYTES if limit is None else limit
+    refuse_symlink_escape(path)  # here, so that every reader (show, eval, serve, scan, import, the plugin) keeps it
     size = regular_file_size(path)
     if size > limit:
         raise CassetteError(f"{size:,} bytes is over the {limit:,}-byte limit for a cassette", file=path)
@@ -311,6 +345,37 @@ def read_text_bounded(path: Path, limit: int | None = None) -> str:
     return decode_utf8(read_bytes_bounded(path, limit), path)
 
 
+PROJECT_MARKERS = ("pyproject.toml", ".git")  # what makes a folder a project root
+
+
+def symlink_escape(written: Path, root: Path | None = None) -> Path | None:
+    """Where `written` really leads, when it is written as inside a project but a symlink takes it outside.
+
+    The project is `root`, else the nearest folder above `written` (as written, symlinks not followed)
+    with a pyproject.toml or .git; with no project there is no rule. A path written as outside the
+    project (`../shared/real.yaml`) is allowed: a reviewer sees where it goes.
+    """
+    absolute = Path(os.path.normpath(written.absolute()))
+    if root is None:
+        root = next((folder for folder in absolute.parents
+                     if any((folder / marker).exists() for marker in PROJECT_MARKERS)), None)
+        if root is None:
+            return None
+    root = Path(os.path.normpath(root.absolute()))
+    if not absolute.is_relative_to(root):
+        return None
+    resolved = absolute.resolve()
+    return None if resolved.is_relative_to(root.resolve()) else resolved
+
+
+def refuse_symlink_escape(path: Path) -> None:
+    """The symlink rule, for every reader: a file inside the project may not lead outside it."""
+    escape = symlink_escape(path)
+    if escape is not None:
+        raise CassetteError(f"leads outside the project through a symlink (to {escape}); copy the file into the "
+                            "project, or write the path as outside it", file=path)
+
+
 def load_cassette(path: str | Path) -> CassetteFile:
     path = Path(path)
     raw = read_bytes_bounded(path)
@@ -319,6 +384,7 @@ def load_cassette(path: str | Path) -> CassetteFile:
     data = cache.get(key) if cache is not None and key is not None else None
     if data is None:
         data = parse_yaml(decode_utf8(raw, path), file=path)
+        refuse_what_json_cannot_hold(data, file=path)  # a foreign file's dates are the importer's to convert
         validate(data, file=path)
         if cache is not None and key is not None:
             cache.put(key, data)

@@ -36,6 +36,7 @@ from harness.cassette.format import (
     load_cassette,
     parse_yaml,
     read_text_bounded,
+    refuse_what_json_cannot_hold,
     regular_file_size,
     save_cassette,
     validate,
@@ -424,7 +425,10 @@ def _store(target: dict[str, Any], raw: bytes | str | None, parsed: Any, *, cont
            allow_sse: bool, where: str, path: Path) -> None:
     if parsed is not _ABSENT:
         if parsed is not None and parsed != "":
-            target["body"] = _plain(parsed)
+            try:
+                target["body"] = _plain(parsed)
+            except RecursionError:
+                raise CassetteError(NESTED_TOO_DEEP, file=path, where=where) from None
         return
     if raw is not None and not isinstance(raw, str | bytes):
         raise CassetteError(f"a body must be text or binary, found {type(raw).__name__}", file=path, where=where)
@@ -591,6 +595,7 @@ def import_file(path: str | Path, *, keep_foreign_hosts: bool = False, secret_he
     if skipped_hosts:
         meta["note"] = skipped_note(skipped_hosts)
     cassette = CassetteFile(meta=meta, interactions=interactions, path=None)
+    refuse_what_json_cannot_hold(cassette.to_data(), file=path)  # a !!set or !!binary inside a parsed body
     validate(cassette.to_data(), file=path)
     return cassette
 

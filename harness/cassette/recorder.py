@@ -20,11 +20,10 @@ import base64
 import contextlib
 import contextvars
 import functools
-import hashlib
 import inspect
 import json
 import sys
-import tempfile
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,7 +33,6 @@ from unittest import mock
 from urllib.parse import urlsplit
 
 import anthropic
-import filelock
 import httpx2
 from anthropic._base_client import BaseClient
 from vcr.stubs.httpx_stubs import vcr_handle_async_request, vcr_handle_request
@@ -42,6 +40,7 @@ from vcr.stubs.httpx_stubs import vcr_handle_async_request, vcr_handle_request
 from harness.cassette.drift import Change, Drift, classify_request
 from harness.cassette.fork import ForkReport, fork_provenance, spend_of
 from harness.cassette.format import CassetteFile, load_cassette, save_cassette
+from harness.cassette.lock import RecordingLock
 from harness.cassette.match import (
     RequestIndex,
     diff_summary,
@@ -110,6 +109,11 @@ class CassetteMismatch(anthropic.AnthropicError):
             "or 'new_episodes' to keep what still matches, or 'fork' to replay up to here and record the rest."
         )
         super().__init__("\n".join(lines))
+
+
+class AmbiguousCassette(CassetteError, anthropic.AnthropicError):
+    """A request from a thread or task that entered no cassette while several are in use: none is right.
+    An AnthropicError too, so that the SDK raises it as it is rather than as "Connection error."."""
 
 
 def _zero_backoff(original: Callable[..., float]) -> Callable[..., float]:
@@ -336,9 +340,7 @@ class Cassette:
 
     # -- saving -------------------------------------------------------------------------------------------
     def interactions_to_save(self) -> list[dict[str, Any]]:
-        redacted = [redact_interaction(interaction, position=offset, known_secrets=self._secrets,
-                                       scrubbers=self.scrubbers)
-                    for offset, interaction in enumerate(self.new_interactions)]
+        redacted = [self.redacted(interaction, offset) for offset, interaction in enumerate(self.new_interactions)]
         fresh = [interaction for interaction in redacted if interaction is not None]
         if self.mode == "rewrite" or not self.existed:
             kept: list[dict[str, Any]] = []
@@ -355,6 +357,21 @@ class Cassette:
             for offset, interaction in enumerate(fresh):
                 rewrite_request_id(interaction, len(kept) + offset)
         return kept + fresh
+
+    def redacted(self, interaction: dict[str, Any], position: int) -> dict[str, Any] | None:
+        """One new interaction as it may be written (secrets out, hooks applied); None if a hook drops it.
+        Request ids, when asked to be rewritten, are numbered by `interactions_to_save` at the final save."""
+        return redact_interaction(interaction, position=position, known_secrets=self._secrets,
+                                  scrubbers=self.scrubbers)
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        """What the run was recorded against (source, endpoint, SDK, fingerprints), once it recorded something."""
+        return dict(self._provenance)
+
+    @provenance.setter
+    def provenance(self, value: dict[str, Any]) -> None:
+        self._provenance = dict(value)
 
     def save(self) -> Path | None:
         if self.write_protected or not self.new_interactions:
@@ -452,15 +469,8 @@ class Cassette:
     # -- installing -----------------------------------------------------------------------------------------
     @contextlib.contextmanager
     def installed(self) -> Iterator[Cassette]:
-        with contextlib.ExitStack() as stack:
-            for transport, method, is_async in _PATCHED_TRANSPORTS:
-                real = getattr(transport, method)
-                handler = _async_handler(self, real) if is_async else _sync_handler(self, real)
-                stack.enter_context(mock.patch.object(transport, method, handler))
-            if self.replays:
-                stack.enter_context(mock.patch.object(
-                    BaseClient, "_calculate_retry_timeout", _zero_backoff(BaseClient._calculate_retry_timeout)
-                ))
+        """Route the requests sent from this context (this thread, this asyncio task) to this cassette."""
+        with _routing(self):
             yield self
 
 
@@ -497,13 +507,72 @@ class _VcrCapture:
                               response_body=(response.get("body") or {}).get("string"))
 
 
-def _sync_handler(cassette: Cassette, real: Callable[..., httpx2.Response]) -> Callable[..., httpx2.Response]:
+# -- routing: one process-wide patch, one cassette per context ----------------------------------------------
+#
+# The transports are patched once while any cassette is in use, and each request goes to the cassette of the
+# context that sent it (a contextvar: each thread, and each asyncio task from where it was created, has its
+# own). Two threads recording two cassettes at once never mix, and the patch comes off when the last cassette
+# closes, in whatever order they close. A thread that entered no cassette of its own (a worker pool under a
+# `with use_cassette`) is routed to the one cassette in use; with several in use, it is refused, since no
+# answer would be right.
+
+_context_cassettes: contextvars.ContextVar[tuple[Cassette, ...]] = contextvars.ContextVar("cassettes", default=())
+_routing_lock = threading.Lock()
+_open_cassettes: list[Cassette] = []
+_patches: contextlib.ExitStack | None = None
+
+
+@contextlib.contextmanager
+def _routing(cassette: Cassette) -> Iterator[None]:
+    global _patches
+    with _routing_lock:
+        if _patches is None:
+            patches = contextlib.ExitStack()
+            for transport, method, is_async in _PATCHED_TRANSPORTS:
+                real = getattr(transport, method)
+                patches.enter_context(mock.patch.object(transport, method,
+                                                        _async_handler(real) if is_async else _sync_handler(real)))
+            patches.enter_context(mock.patch.object(
+                BaseClient, "_calculate_retry_timeout", _zero_backoff(BaseClient._calculate_retry_timeout)))
+            _patches = patches
+        _open_cassettes.append(cassette)
+    _context_cassettes.set((*_context_cassettes.get(), cassette))
+    try:
+        yield
+    finally:
+        # Only this one goes: another cassette entered after it in this context stays in use.
+        _context_cassettes.set(tuple(c for c in _context_cassettes.get() if c is not cassette))
+        with _routing_lock:
+            _open_cassettes.remove(cassette)
+            if not _open_cassettes and _patches is not None:
+                _patches.close()
+                _patches = None
+
+
+def _cassette_for_this_context() -> Cassette | None:
+    """The innermost cassette this context entered that is still open; None when none is open at all."""
+    for cassette in reversed(_context_cassettes.get()):
+        if any(cassette is open_ for open_ in _open_cassettes):
+            return cassette
+    with _routing_lock:
+        if len(_open_cassettes) == 1:
+            return _open_cassettes[0]
+        if not _open_cassettes:
+            return None
+        paths = ", ".join(str(c.path) for c in _open_cassettes)
+    raise AmbiguousCassette(f"a request from a thread or task that entered no cassette, while {len(_open_cassettes)} "
+                        f"are in use in this process ({paths}); enter use_cassette in the thread or task that sends "
+                        "it, so that it goes to the right one")
+
+
+def _sync_handler(real: Callable[..., httpx2.Response]) -> Callable[..., httpx2.Response]:
     # Replay answers from the index first (one hash of the request's bytes); what it passes on goes to the
     # network through vcrpy's own stub, which sends it, drains the response and hands us the exchange.
-    capture = vcr_handle_request(_VcrCapture(cassette), real, httpx2)
-
     @functools.wraps(real)
     def handle_request(transport: Any, request: httpx2.Request) -> httpx2.Response:
+        cassette = _cassette_for_this_context()
+        if cassette is None:
+            return real(transport, request)
         raw_body = request.read()
         replayed = cassette.answer(request, raw_body)
         if replayed is not None:
@@ -511,7 +580,7 @@ def _sync_handler(cassette: Cassette, real: Callable[..., httpx2.Response]) -> C
         if cassette.spans is not None:
             cassette.spans.sending()
         try:
-            return capture(transport, request)
+            return vcr_handle_request(_VcrCapture(cassette), real, httpx2)(transport, request)
         except httpx2.TransportError as err:
             cassette.record_failure(request, raw_body, err)
             raise
@@ -519,11 +588,12 @@ def _sync_handler(cassette: Cassette, real: Callable[..., httpx2.Response]) -> C
     return handle_request
 
 
-def _async_handler(cassette: Cassette, real: Callable[..., Any]) -> Callable[..., Any]:
-    capture = vcr_handle_async_request(_VcrCapture(cassette), real, httpx2)
-
+def _async_handler(real: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(real)
     async def handle_async_request(transport: Any, request: httpx2.Request) -> httpx2.Response:
+        cassette = _cassette_for_this_context()
+        if cassette is None:
+            return await real(transport, request)
         raw_body = await request.aread()
         replayed = cassette.answer(request, raw_body)
         if replayed is not None:
@@ -531,7 +601,7 @@ def _async_handler(cassette: Cassette, real: Callable[..., Any]) -> Callable[...
         if cassette.spans is not None:
             cassette.spans.sending()
         try:
-            return await capture(transport, request)
+            return await vcr_handle_async_request(_VcrCapture(cassette), real, httpx2)(transport, request)
         except httpx2.TransportError as err:
             cassette.record_failure(request, raw_body, err)
             raise
@@ -552,14 +622,6 @@ def _json_or_raw(body: bytes | None) -> Any:
             return body.decode("utf-8")
         except UnicodeDecodeError:
             return {"$base64": base64.b64encode(body).decode("ascii")}
-
-
-def lock_path(path: Path) -> str:
-    # Lock files live in the temp folder, not beside the cassette, so they never show up in a diff.
-    folder = Path(tempfile.gettempdir()) / "loop-harness-locks"
-    folder.mkdir(exist_ok=True)
-    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
-    return str(folder / f"{digest}.lock")
 
 
 _NOT_REPLAYED_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
@@ -609,22 +671,22 @@ class use_cassette:  # a class, so one object is both the context manager and th
     exchange the cassette records.
     """
 
-    def __init__(self, path: str | Path, mode: Mode = "none", **options: Any) -> None:
+    def __init__(self, path: str | Path, mode: Mode = "none", *, lock_timeout: float | None = None,
+                 **options: Any) -> None:
         self.path = Path(path)
         self.mode = mode
+        self.lock_timeout = lock_timeout
         self.options = options
         self._stack: contextlib.ExitStack | None = None
-        self._lock: filelock.FileLock | None = None
+        self._lock: RecordingLock | None = None
         self.cassette: Cassette | None = None
 
     def __enter__(self) -> Cassette:
         options = dict(self.options)
         tracer_provider = options.pop("tracer_provider", None)
-        lock = filelock.FileLock(lock_path(self.path)) if self.mode != "none" else None
-        if lock is not None:
-            # Two processes (xdist workers, two terminals) recording one cassette take turns, whole runs at
-            # a time, so their interactions never interleave.
-            lock.acquire()
+        # Two recorders of one cassette (xdist workers, two terminals, a proxy) take turns, whole runs at a
+        # time, so their interactions never interleave; a holder that never lets go is named, then given up on.
+        lock = RecordingLock(self.path, timeout=self.lock_timeout).acquire() if self.mode != "none" else None
         try:
             cassette = Cassette(self.path, self.mode, **options)
             cassette.spans = _cassette_spans(tracer_provider)
@@ -653,17 +715,17 @@ class use_cassette:  # a class, so one object is both the context manager and th
         if inspect.iscoroutinefunction(function):
             @functools.wraps(function)
             async def run_async(*args: Any, **kwargs: Any) -> Any:
-                with use_cassette(self.path, self.mode, **self.options):
+                with use_cassette(self.path, self.mode, lock_timeout=self.lock_timeout, **self.options):
                     return await function(*args, **kwargs)
 
             return run_async
 
         @functools.wraps(function)
         def run(*args: Any, **kwargs: Any) -> Any:
-            with use_cassette(self.path, self.mode, **self.options):
+            with use_cassette(self.path, self.mode, lock_timeout=self.lock_timeout, **self.options):
                 return function(*args, **kwargs)
 
         return run
 
 
-__all__ = ["MODES", "Cassette", "CassetteMismatch", "Lookup", "Mode", "use_cassette"]
+__all__ = ["MODES", "AmbiguousCassette", "Cassette", "CassetteMismatch", "Lookup", "Mode", "use_cassette"]

@@ -71,63 +71,129 @@ def render_sse(events: Iterable[Mapping[str, Any]]) -> bytes:
     return b"".join(render_event(event) for event in events)
 
 
+MAX_BLOCKS = 4096  # content blocks in one message; an index past this is a damaged stream, not a long answer
+
+
+class MalformedStream(ValueError):
+    """A stream whose events cannot add up to a message: an index out of range, a delta of the wrong type."""
+
+
+def _block_index(data: Mapping[str, Any], default: int) -> int:
+    """The event's content-block index, checked before anything is indexed or allocated with it."""
+    index = data.get("index", default)
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise MalformedStream(f"{data.get('type')} has index {index!r}; an index is a whole number")
+    if not 0 <= index < MAX_BLOCKS:
+        raise MalformedStream(f"{data.get('type')} has index {index}, outside 0..{MAX_BLOCKS - 1}")
+    return index
+
+
 def fold_stream(events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """The Message a stream adds up to, as the JSON a non-streaming call would have returned.
 
     An `error` event mid-stream gives `{"type": "error", "error": ..., "partial": message}` so that
-    evals can see both what failed and what had arrived.
+    evals can see both what failed and what had arrived. A stream that cannot add up to a message (an
+    index out of range or of the wrong type, a delta that is not text, tool input that is not JSON)
+    raises MalformedStream, with the place: the event's position.
     """
     message: dict[str, Any] = {}
     partial_json: dict[int, str] = {}
-    for event in events:
-        data = event.get("data")
-        if not isinstance(data, Mapping):
-            continue
-        kind = data.get("type") or event.get("event")
-        if kind == "message_start":
-            message = copy.deepcopy(dict(data.get("message") or {}))
-            message.setdefault("content", [])
-        elif kind == "content_block_start":
-            index = int(data.get("index", len(message.get("content", []))))
-            blocks = message.setdefault("content", [])
-            while len(blocks) <= index:
-                blocks.append({})
-            blocks[index] = copy.deepcopy(dict(data.get("content_block") or {}))
-        elif kind == "content_block_delta":
-            _apply_delta(message, partial_json, int(data.get("index", 0)), data.get("delta") or {})
-        elif kind == "content_block_stop":
-            index = int(data.get("index", 0))
-            if index in partial_json:
-                block = message["content"][index]
-                text = partial_json.pop(index)
-                block["input"] = json.loads(text) if text.strip() else {}
-        elif kind == "message_delta":
-            for key, value in (data.get("delta") or {}).items():
-                message[key] = value
-            usage = data.get("usage")
-            if isinstance(usage, Mapping):
-                merged = dict(message.get("usage") or {})
-                merged.update({k: v for k, v in usage.items() if v is not None})
-                message["usage"] = merged
-        elif kind == "error":
-            return {"type": "error", "error": data.get("error"), "partial": message}
+    for position, event in enumerate(events):
+        try:
+            message = _fold_one(message, partial_json, event)
+        except MalformedStream as err:
+            raise MalformedStream(f"events[{position}]: {err}") from None
+        if message.get("type") == "error" and "partial" in message:
+            return message
     return message
 
 
-def _apply_delta(message: dict[str, Any], partial_json: dict[int, str], index: int, delta: Mapping) -> None:
+def _fold_one(message: dict[str, Any], partial_json: dict[int, str], event: Any) -> dict[str, Any]:
+    data = event.get("data") if isinstance(event, Mapping) else None
+    if not isinstance(data, Mapping):
+        return message
+    kind = data.get("type") or event.get("event")
+    if kind == "message_start":
+        start = data.get("message") or {}
+        if not isinstance(start, Mapping):
+            raise MalformedStream("message_start carries no message object")
+        message = copy.deepcopy(dict(start))
+        if not isinstance(message.setdefault("content", []), list):
+            message["content"] = []
+    elif kind == "content_block_start":
+        blocks = _blocks(message)
+        index = _block_index(data, len(blocks))
+        block = data.get("content_block") or {}
+        if not isinstance(block, Mapping):
+            raise MalformedStream("content_block_start carries no content_block object")
+        while len(blocks) <= index:
+            blocks.append({})
+        blocks[index] = copy.deepcopy(dict(block))
+    elif kind == "content_block_delta":
+        delta = data.get("delta") or {}
+        if not isinstance(delta, Mapping):
+            raise MalformedStream("content_block_delta carries no delta object")
+        _apply_delta(message, partial_json, _block_index(data, 0), delta)
+    elif kind == "content_block_stop":
+        index = _block_index(data, 0)
+        if index in partial_json:
+            block = _blocks(message)[index]
+            text = partial_json.pop(index)
+            try:
+                block["input"] = json.loads(text) if text.strip() else {}
+            except ValueError as err:
+                raise MalformedStream(f"the tool input of block {index} is not JSON: {err}") from None
+    elif kind == "message_delta":
+        delta = data.get("delta") or {}
+        if not isinstance(delta, Mapping):
+            raise MalformedStream("message_delta carries no delta object")
+        for key, value in delta.items():
+            message[key] = value
+        usage = data.get("usage")
+        if isinstance(usage, Mapping):
+            merged = dict(message.get("usage") or {}) if isinstance(message.get("usage"), Mapping) else {}
+            merged.update({k: v for k, v in usage.items() if v is not None})
+            message["usage"] = merged
+    elif kind == "error":
+        return {"type": "error", "error": data.get("error"), "partial": message}
+    return message
+
+
+def _blocks(message: dict[str, Any]) -> list[Any]:
     blocks = message.setdefault("content", [])
+    if not isinstance(blocks, list):
+        raise MalformedStream("the message's content is not a list")
+    return blocks
+
+
+def _text(delta: Mapping[str, Any], field: str) -> str:
+    value = delta.get(field, "")
+    if not isinstance(value, str):
+        raise MalformedStream(f"a {delta.get('type')} carries {field} {value!r}, not text")
+    return value
+
+
+def _apply_delta(message: dict[str, Any], partial_json: dict[int, str], index: int, delta: Mapping) -> None:
+    blocks = _blocks(message)
     while len(blocks) <= index:
         blocks.append({})
     block = blocks[index]
+    if not isinstance(block, dict):
+        raise MalformedStream(f"content block {index} is not an object")
     kind = delta.get("type")
+
+    def grown(field: str) -> str:
+        before = block.get(field, "")
+        return (before if isinstance(before, str) else "") + _text(delta, field)
+
     if kind == "text_delta":
-        block["text"] = block.get("text", "") + delta.get("text", "")
+        block["text"] = grown("text")
     elif kind == "input_json_delta":
-        partial_json[index] = partial_json.get(index, "") + delta.get("partial_json", "")
+        partial_json[index] = partial_json.get(index, "") + _text(delta, "partial_json")
     elif kind == "thinking_delta":
-        block["thinking"] = block.get("thinking", "") + delta.get("thinking", "")
+        block["thinking"] = grown("thinking")
     elif kind == "signature_delta":
-        block["signature"] = delta.get("signature", "")
+        block["signature"] = _text(delta, "signature")
     elif kind == "citations_delta":
-        block.setdefault("citations", [])
-        block["citations"] = [*(block["citations"] or []), delta.get("citation")]
+        before = block.get("citations")
+        block["citations"] = [*(before if isinstance(before, list) else []), delta.get("citation")]

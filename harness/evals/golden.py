@@ -33,7 +33,7 @@ from typing import Any
 
 import jsonschema
 
-from harness.cassette.format import json_path
+from harness.cassette.format import PROJECT_MARKERS, json_path, symlink_escape
 from harness.checks.registry import CHECKS, check_names
 from harness.errors import GoldenError
 
@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 SCHEMA_ID = "https://loop-harness.local/schema/golden-v1.json"
-ROOT_MARKERS = ("pyproject.toml", ".git")
+ROOT_MARKERS = PROJECT_MARKERS
 
 
 def project_root(start: Path) -> Path:
@@ -76,11 +76,11 @@ def inside_project(entry: str, root: Path, *, file: Path | None, where: str) -> 
     """
     root = root.resolve()
     written = Path(os.path.normpath(root / entry))
-    resolved = written.resolve()
-    if written.is_relative_to(root) and not resolved.is_relative_to(root):
-        raise GoldenError(f"{entry!r} leads outside the project through a symlink (to {resolved})",
+    escape = symlink_escape(written, root)
+    if escape is not None:
+        raise GoldenError(f"{entry!r} leads outside the project through a symlink (to {escape})",
                           file=file, where=where)
-    return resolved
+    return written.resolve()
 
 
 def relative_to_root(path: Path, root: Path) -> str:

@@ -16,23 +16,27 @@ Headers copy the real service's (request-id, anthropic-ratelimit-*, x-should-ret
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import json
-import socket
-import struct
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
 from harness.errors import HarnessError
+from harness.httpserver import (
+    HardenedHandler,
+    HttpServer,
+    chunk_frame,
+    drop_connection,
+    serve_in_thread,
+    stop_serving,
+)
 from harness.sim import ids
 from harness.sim.conversation import Conversation
 from harness.sim.faults import Fault, normalize_faults
@@ -95,40 +99,6 @@ def _bind_address(host: str) -> str:
     return host
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    request_queue_size = 128  # socketserver's default of 5 resets connections from a burst of async calls
-    simulator: Simulator
-
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
-        super().__init__(address, handler)
-        self._open: set[socket.socket] = set()
-        self._open_lock = threading.Lock()
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that hung up (timeouts, injected drops) is normal here; anything else is reported."""
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
-
-    def finish_request(self, request: Any, client_address: Any) -> None:
-        with self._open_lock:
-            self._open.add(request)
-        try:
-            super().finish_request(request, client_address)
-        finally:
-            with self._open_lock:
-                self._open.discard(request)
-
-    def close_open_connections(self) -> None:
-        """End the keep-alive connections still open, so that a stopped server answers nothing more on them."""
-        with self._open_lock:
-            connections = list(self._open)
-        for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
-
-
 class Simulator:
     """A Messages API simulator on loopback, served from a daemon thread. Use as a context manager."""
 
@@ -180,24 +150,17 @@ class Simulator:
         self._lock = threading.Condition()
         self._requests_seen = 0
         self._in_flight = 0
-        self._server: _Server | None = None
+        self._server: HttpServer | None = None
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> Simulator:
         if self._server is not None:
             return self
-        server_class = _Server
-        if ":" in self.host:
-            server_class = type("_Server6", (_Server,), {"address_family": socket.AF_INET6})
-        self._server = server_class((self.host, self.port), _Handler)
-        self._server.simulator = self
+        self._server = HttpServer((self.host, self.port), _Handler)
+        self._server.owner = self
         self.port = self._server.server_address[1]
-        # A short poll interval keeps stop() quick: shutdown() waits for the loop's next poll.
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="harness-sim", daemon=True
-        )
-        self._thread.start()
+        self._thread = serve_in_thread(self._server, "harness-sim")
         return self
 
     def stop(self, *, drain: float = 0.0) -> None:
@@ -207,11 +170,8 @@ class Simulator:
             return
         with self._lock:
             self._lock.wait_for(lambda: self._in_flight == 0, timeout=drain)
-        server.shutdown()
-        server.server_close()
+        stop_serving(server, self._thread)
         server.close_open_connections()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
 
     def __enter__(self) -> Simulator:
         return self.start()
@@ -253,35 +213,20 @@ class Simulator:
             )
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.1"
+class _Handler(HardenedHandler):
+    """The sim's routes. Reading and checking the request (framing, Host, target) and the socket's
+    timeouts are the shared server core's (`harness.httpserver`); Simulator(verbose=True) logs."""
+
+    server: HttpServer
     server_version = "harness-sim"
-    sys_version = ""
-
-    def version_string(self) -> str:
-        return self.server_version
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silence the default stderr line per request; Simulator(verbose=True) logs instead."""
 
     # -- plumbing ----------------------------------------------------------------------------------
     @property
     def sim(self) -> Simulator:
-        return self.server.simulator
+        return self.server.owner
 
     def _read_body(self) -> bytes:
-        if self.headers.get("transfer-encoding", "").lower() == "chunked":
-            chunks = []
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    self.rfile.readline()
-                    return b"".join(chunks)
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline()
-        length = int(self.headers.get("content-length") or 0)
-        return self.rfile.read(length) if length else b""
+        return self.body  # read and checked by HardenedHandler before any route runs
 
     def _common_headers(self, request_id: str, index: int | None, chosen: Chosen | None) -> dict[str, str]:
         remaining = REQUESTS_LIMIT - 1 - (index or 0) % REQUESTS_LIMIT
@@ -331,14 +276,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(error.status, error_body(error, request_id), merged)
 
     def _drop_connection(self) -> None:
-        """Close abruptly (RST, no FIN handshake), the way a dying proxy or server does."""
-        self.close_connection = True
-        with contextlib.suppress(OSError):
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            self.connection.shutdown(socket.SHUT_RDWR)
+        drop_connection(self)
 
     def _write_chunk(self, data: bytes) -> None:
-        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.write(chunk_frame(data))
         self.wfile.flush()
 
     # -- routes ------------------------------------------------------------------------------------

@@ -4,7 +4,9 @@ Read-only is enforced by SQLite, not by inspecting the SQL: the connection is op
 `mode=ro`, so any write fails with "attempt to write a readonly database", and the limit on attached
 databases is zero, so ATTACH (and VACUUM INTO, which attaches) fails too; an authorizer refuses temp
 tables, which the read-only flag does not cover. A progress handler stops
-runaway queries and a row cap bounds what a query can pull into memory.
+runaway queries at their deadline; SQLite's own length limit refuses any one value over
+`MAX_VALUE_BYTES` before it is built (so `zeroblob(999999999)` allocates nothing), and a row cap and a
+byte cap bound what a whole result can pull into memory.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from typing import Any
 TABLE = "users"
 QUERY_SECONDS = 2.0  # a query running longer than this is interrupted
 MAX_ROWS = 1000  # rows fetched per query; more means the query should aggregate or LIMIT
+MAX_VALUE_BYTES = 1_000_000  # the longest string or blob (and row) SQLite will build for a query
+MAX_RESULT_BYTES = 4_000_000  # a result larger than this is refused: aggregate, select less, or LIMIT
 _PROGRESS_EVERY = 10_000  # SQLite VM instructions between deadline checks
 
 _CREATE_USERS = """
@@ -75,6 +79,7 @@ class ReadOnlyDatabase:
             f"{self.path.as_uri()}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
         )
         self._connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        self._connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
         self._connection.set_authorizer(_refuse_temp_objects)
         self._lock = threading.Lock()
         self._deadline = 0.0
@@ -87,7 +92,7 @@ class ReadOnlyDatabase:
             self._deadline = time.monotonic() + QUERY_SECONDS
             cursor = self._connection.execute(sql)
             try:
-                rows = cursor.fetchmany(MAX_ROWS + 1)
+                rows = _fetch_bounded(cursor)
             finally:
                 cursor.close()
         columns = [column[0] for column in cursor.description or ()]
@@ -110,6 +115,19 @@ class ReadOnlyDatabase:
     def _past_deadline(self) -> int:
         # A non-zero return makes SQLite abort the statement with OperationalError("interrupted").
         return int(time.monotonic() > self._deadline)
+
+
+def _fetch_bounded(cursor: sqlite3.Cursor) -> list[Any]:
+    """Up to MAX_ROWS + 1 rows, refusing the result once it passes MAX_RESULT_BYTES (counted as it comes)."""
+    rows: list[Any] = []
+    size = 0
+    while len(rows) <= MAX_ROWS and (batch := cursor.fetchmany(min(100, MAX_ROWS + 1 - len(rows)))):
+        for row in batch:
+            size += sum(len(value) if isinstance(value, str | bytes) else 8 for value in row)
+        if size > MAX_RESULT_BYTES:
+            raise sqlite3.DataError(f"the result is over {MAX_RESULT_BYTES:,} bytes and was refused")
+        rows.extend(batch)
+    return rows
 
 
 _TEMP_OBJECTS = {

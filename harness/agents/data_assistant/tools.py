@@ -44,6 +44,8 @@ def _database_hint(database: ReadOnlyDatabase, exc: sqlite3.Error) -> str:
         hint += ". The database is read-only: only SELECT queries work"
     elif "interrupted" in text:
         hint += ". The query ran too long and was stopped: aggregate or add a LIMIT"
+    elif "too big" in text or "bytes and was refused" in text:
+        hint += ". The result is too large: aggregate, select fewer or shorter columns, or add a LIMIT"
     return hint
 
 
