@@ -8,35 +8,56 @@ answers what its users complain about:
 - a request with no recording fails the test with the diff against the nearest recorded request;
 - interactions recorded but never played fail the test, so a stale cassette is found the day it
   goes stale (opt out with `@pytest.mark.cassette(allow_unused=True)`).
+
+Loading it costs a session nothing it does not use: the recorder (and with it the anthropic SDK, httpx2
+and vcrpy) is imported when a test first asks for a cassette. Beside pytest-recording, its `--record-mode`
+(same values) drives both plugins, and a test may carry either marker.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import ipaddress
 import os
 import re
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.cassette.recorder import MODES, Cassette, use_cassette
+from harness.cassette.modes import MODES, PLACEHOLDER_API_KEY
 
-_CASSETTE_KEY = pytest.StashKey[Cassette]()
+if TYPE_CHECKING:
+    from harness.cassette.recorder import Cassette
+
+_CASSETTE_KEY = pytest.StashKey["Cassette"]()
 _FAILED_KEY = pytest.StashKey[bool]()
+_PYTEST_RECORDING = "recording"  # pytest-recording's plugin name (its pytest11 entry point)
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def _pytest_recording_will_add_record_mode(pluginmanager: pytest.PytestPluginManager) -> bool:
+    """pytest-recording defines the same --record-mode (same values); two definitions stop pytest at start.
+    When it is installed and will load after us, leave the option to it and read its value."""
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") or pluginmanager.is_blocked(_PYTEST_RECORDING):
+        return False
+    return importlib.util.find_spec("pytest_recording") is not None
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     group = parser.getgroup("loop-harness", "record and replay Claude agent loops")
-    group.addoption(
-        "--record-mode",
-        action="store",
-        default=None,
-        choices=MODES,
-        help="none (default: replay only, network blocked), once, new_episodes, all, rewrite",
-    )
+    if not _pytest_recording_will_add_record_mode(pluginmanager):
+        # ValueError: pytest-recording loaded first and defined it; one option drives both.
+        with contextlib.suppress(ValueError):
+            group.addoption(
+                "--record-mode",
+                action="store",
+                default=None,
+                choices=MODES,
+                help="none (default: replay only, network blocked), once, new_episodes, all, rewrite",
+            )
     group.addoption("--cassette-dir", action="store", default=None, help="where default cassette paths live")
     parser.addini("record_mode", "default record mode when --record-mode is not given", default="none")
     parser.addini("cassette_dir", "folder for default cassette paths, relative to the rootdir", default="cassettes")
@@ -54,7 +75,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def record_mode(config: pytest.Config) -> str:
-    mode = config.getoption("--record-mode") or config.getini("record_mode") or "none"
+    mode = config.getoption("record_mode", default=None) or config.getini("record_mode") or "none"
     if mode not in MODES:
         raise pytest.UsageError(f"record_mode = {mode!r} in the config file; use one of {', '.join(MODES)}")
     return mode
@@ -127,6 +148,8 @@ _CASSETTE_OPTIONS = ("ignore_fields", "scrubbers", "allow_repeats", "save_on_err
 @pytest.fixture
 def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> Iterator[Cassette]:
     """The active cassette: every Messages API call of the test is recorded to or replayed from it."""
+    from harness.cassette.recorder import use_cassette
+
     marker = request.node.get_closest_marker("cassette")
     marker_options = dict(marker.kwargs) if marker else {}
     path = marker_options.pop("path", None) or (marker.args[0] if marker and marker.args else None)
@@ -166,7 +189,7 @@ def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> 
 def _client_options(harness_config: dict[str, Any]) -> dict[str, Any]:
     return {
         # In replay the key is never sent anywhere; when recording, the real one comes from the environment.
-        "api_key": os.environ.get("ANTHROPIC_API_KEY") or "replay-key-not-a-secret",
+        "api_key": os.environ.get("ANTHROPIC_API_KEY") or PLACEHOLDER_API_KEY,
         "base_url": harness_config.get("base_url") or os.environ.get("ANTHROPIC_BASE_URL") or None,
         "max_retries": harness_config.get("max_retries", 2),
     }

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from unittest import mock
 from urllib.parse import urlsplit
 
@@ -47,6 +47,7 @@ from harness.cassette.match import (
     request_fingerprint,
     stored_request_body,
 )
+from harness.cassette.modes import MODES, Mode, placeholder_credential
 from harness.cassette.redact import (
     Scrubber,
     credentials_in,
@@ -59,8 +60,6 @@ from harness.cassette.wire import body_bytes, store_body, stored_content_type
 from harness.errors import CassetteError
 from harness.fingerprint import run_fingerprints
 
-Mode = Literal["none", "once", "new_episodes", "all", "rewrite"]
-MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all", "rewrite")
 REPLAYED_HEADER = "x-harness-replayed"
 
 # Set while a replayed connection failure is being raised, so the SDK's retry waits zero seconds.
@@ -519,6 +518,8 @@ class use_cassette:  # a class, so one object is both the context manager and th
         try:
             cassette = Cassette(self.path, self.mode, **self.options)
             patches = contextlib.ExitStack()
+            if cassette.write_protected:  # a replay: a client made inside needs no key (CI has none)
+                patches.enter_context(placeholder_credential())
             patches.enter_context(cassette.installed())
         except BaseException:
             if lock is not None:
