@@ -19,9 +19,11 @@ import anthropic
 import httpx2
 
 from harness.trajectory import Exchange, Trajectory
+from tests.conftest import REAL_CASSETTES as REAL
+from tests.conftest import require_real_cassettes
 
 REPO = Path(__file__).resolve().parents[1]
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real-cassettes"
+
 TOOL_ERROR_HAR = REAL / "mirascope/input/cassettes/tool-error/anthropic/handles-tool-execution-errors-and-retries.har"
 PARALLEL_TOOLS = REAL / "pydantic-ai/models/cassettes/test_anthropic/test_multiple_parallel_tool_calls.yaml"
 TOOL_SEARCH = REAL / "pydantic-ai/cassettes/test_tool_search/test_tool_search_eval[anthropic].yaml"
@@ -31,6 +33,8 @@ _ids = itertools.count(1)
 
 
 def real_cassettes() -> list[Path]:
+    """Every file of the real-recordings corpus; skips the calling test where the corpus is absent."""
+    require_real_cassettes()
     return sorted(p for p in REAL.rglob("*") if p.suffix in (".yaml", ".har") and p.is_file())
 
 

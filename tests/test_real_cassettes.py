@@ -32,11 +32,9 @@ from harness.cassette.importer import (
 from harness.cassette.recorder import use_cassette
 from harness.cassette.redact import REQUEST_HEADERS_KEPT, RESPONSE_HEADER_PREFIXES_KEPT, RESPONSE_HEADERS_KEPT
 from harness.cassette.wire import response_message
+from tests.conftest import REAL_CASSETTES as CORPUS
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "real-cassettes"
-pytestmark = pytest.mark.skipif(
-    not CORPUS.is_dir(), reason=f"the real-cassette corpus is not at {CORPUS} (it sits beside the repo checkout)"
-)
+pytestmark = pytest.mark.real_cassettes
 
 # The SDK's error class for each `error.type` the API documents: chosen from the type, so that a status
 # code replayed wrongly cannot pass by accident.

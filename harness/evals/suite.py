@@ -8,6 +8,11 @@
         cassette: cassettes/dayflow/brief_stream.yaml  # this cassette instead of the golden's own
         id: dayflow-brief-stream                        # optional; must be unique
 
+A suite that reads a folder which may be absent says so, and is skipped (with one line naming the
+folder) where it is not there; an environment variable may say where it is instead:
+
+    requires: {path: ../shared/real-cassettes, env: HARNESS_REAL_CASSETTES, what: the real-recordings corpus}
+
 Golden paths are relative to the golden folder (`--golden DIR`, default <root>/golden); cassette paths
 to the project root (the nearest folder with pyproject.toml or .git), so a suite reads the same from
 any working directory. `harness eval` also takes a golden file or a folder as a suite.
@@ -16,7 +21,8 @@ any working directory. `harness eval` also takes a golden file or a folder as a 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -52,6 +58,27 @@ class Suite:
     cases: list[Case] = field(default_factory=list)
     description: str | None = None
     root: Path | None = None
+    skipped: str | None = None  # why the suite did not run (a folder it requires is absent), one line
+
+
+def _required_folder(requires: Mapping[str, str], root: Path) -> tuple[Path, Path]:
+    """(the folder as the goldens write it, where it is now): they differ when the env variable moves it."""
+    written = Path(os.path.normpath(root / requires["path"]))
+    moved = os.environ.get(requires["env"]) if requires.get("env") else None
+    return written, Path(moved).expanduser().absolute() if moved else written
+
+
+def _missing(requires: Mapping[str, str], actual: Path) -> str:
+    what = requires.get("what") or "a folder it requires"
+    hint = f" (set {requires['env']} to where it is)" if requires.get("env") else ""
+    return f"{what} not found at {actual}{hint}"
+
+
+def _moved(cassette: Path, written: Path, actual: Path) -> Path:
+    resolved = written.resolve()
+    if actual == written or not cassette.is_relative_to(resolved):
+        return cassette
+    return actual.resolve() / cassette.relative_to(resolved)
 
 
 @cache
@@ -99,6 +126,12 @@ def load_suite(path: str | Path, *, golden_dir: str | Path | None = None) -> Sui
     root = project_root(path)
     goldens = Path(golden_dir) if golden_dir is not None else root / "golden"
     suite = Suite(name=data["name"], path=path, description=data.get("description"), root=root)
+    written = actual = None
+    if "requires" in data:
+        written, actual = _required_folder(data["requires"], root)
+        if not actual.is_dir():
+            suite.skipped = _missing(data["requires"], actual)
+            return suite
     seen: dict[str, str] = {}
     for index, entry in enumerate(data["cases"]):
         golden_path = goldens / entry["golden"]
@@ -112,6 +145,8 @@ def load_suite(path: str | Path, *, golden_dir: str | Path | None = None) -> Sui
             if "cassette" in entry
             else golden.cassettes
         )
+        if written is not None and actual is not None:
+            cassettes = [_moved(cassette, written, actual) for cassette in cassettes]
         ids = [entry["id"]] if "id" in entry else _case_ids(golden, cassettes, root)
         for case_id, cassette in zip(ids, cassettes, strict=True):
             if case_id in seen:
