@@ -22,6 +22,7 @@ import ipaddress
 import os
 import re
 import socket
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,7 +61,8 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
             )
     group.addoption("--cassette-dir", action="store", default=None, help="where default cassette paths live")
     parser.addini("record_mode", "default record mode when --record-mode is not given", default="none")
-    parser.addini("cassette_dir", "folder for default cassette paths, relative to the rootdir", default="cassettes")
+    parser.addini("cassette_dir", "folder for default cassette paths, relative to the rootdir (default: `cassettes` "
+                  "of [tool.loop-harness], else cassettes/)", default="")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -82,11 +84,15 @@ def record_mode(config: pytest.Config) -> str:
 
 
 def default_cassette_path(item: pytest.Item) -> Path:
-    """cassettes/<test module>/<test name>.yaml under the rootdir (parametrized ids made file-safe)."""
+    """<cassettes>/<test module>/<test name>.yaml (parametrized ids made file-safe)."""
     config = item.config
-    folder = Path(config.getoption("--cassette-dir") or config.getini("cassette_dir") or "cassettes")
-    if not folder.is_absolute():
-        folder = config.rootpath / folder
+    chosen = config.getoption("--cassette-dir") or config.getini("cassette_dir")
+    if chosen:
+        folder = Path(chosen) if Path(chosen).is_absolute() else config.rootpath / chosen
+    else:  # the project's cassettes folder: `cassettes` of [tool.loop-harness], as every command reads it
+        from harness.project import load_project
+
+        folder = load_project(config.rootpath).cassettes
     module = Path(str(item.path)).stem
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", item.name).strip("-")
     return folder / module / f"{name}.yaml"
@@ -158,6 +164,10 @@ def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> 
     cassette_path = Path(path) if path else default_cassette_path(request.node)
     if not cassette_path.is_absolute():
         cassette_path = request.config.rootpath / cassette_path
+    if mode == "none" and not cassette_path.exists():  # one screen, no traceback through the plugin
+        pytest.fail(f"{cassette_path}: no cassette here, and mode 'none' only replays. Record it first: "
+                    "pytest --record-mode=once (with a key, or ANTHROPIC_BASE_URL pointing at harness sim)",
+                    pytrace=False)
     faults = options.pop("faults", None)
     if faults:
         # Chaos: the recorded run, with faults injected at the given request indexes. Replay only; a fatal
@@ -222,10 +232,56 @@ def _harness_cassette_marker(request: pytest.FixtureRequest) -> None:
 
 # -- after the test body: stale interactions fail the test ------------------------------------------------
 
+def _mismatch_in(error: BaseException | None) -> Any:
+    """The CassetteMismatch that `error` is or was raised from, if any (an agent may wrap it)."""
+    recorder = sys.modules.get("harness.cassette.recorder")  # not loaded: no cassette, so no mismatch
+    seen = 0
+    while recorder is not None and error is not None and seen < 20:
+        if isinstance(error, recorder.CassetteMismatch):
+            return error
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return None
+
+
+def _where(item: pytest.Item, error: BaseException | None) -> str:
+    """The line of the test that led to the request, from the traceback (the SDK's frames are left out)."""
+    test_file = str(item.path)
+    traceback = error.__traceback__ if error is not None else None
+    line = None
+    while traceback is not None:
+        if traceback.tb_frame.f_code.co_filename == test_file:
+            line = traceback.tb_lineno
+        traceback = traceback.tb_next
+    return f"\n(in {item.path.name}:{line})" if line is not None else ""
+
+
+def _miss_failure(item: pytest.Item, active: Any, raised: BaseException | None) -> pytest.fail.Exception | None:
+    """A miss as one screen: the cassette, the request's position and the diff first, no SDK or httpx2 frames.
+
+    A loop that catches the error and ends its run on it (harness.run_loop does) still fails the test here,
+    with the miss rather than a puzzling assertion about the run's outcome.
+    """
+    mismatch = _mismatch_in(raised)
+    if active is not None and active.misses:
+        mismatch = active.misses[0]
+    if mismatch is None:
+        return None
+    return pytest.fail.Exception(mismatch.describe("pytest") + _where(item, raised), pytrace=False)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    result = yield
     active = item.stash.get(_CASSETTE_KEY, None)
+    try:
+        result = yield
+    except Exception as raised:
+        failure = _miss_failure(item, active, raised)
+        if failure is not None:
+            raise failure from None
+        raise
+    failure = _miss_failure(item, active, None)
+    if failure is not None:
+        raise failure
     if active is not None and active.write_protected and not getattr(active, "allow_unused", False):
         unplayed = active.unplayed
         if unplayed:

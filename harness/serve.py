@@ -90,7 +90,7 @@ class ReplayServer(LoopbackServer):
                     mismatches.append(miss)
                     continue
                 return cassette, cassette.play(found)
-            text = "\n\n".join(str(miss) for miss in mismatches)
+            text = "\n\n".join(miss.describe("serve") for miss in mismatches)
             self.misses.append({"method": request.method, "path": request.path, "message": text})
         return text
 

@@ -33,7 +33,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from harness.errors import CassetteError
+from harness.errors import CassetteError, absolute
 
 FORMAT_VERSION = 1
 MAX_CASSETTE_BYTES = 64 * 1024 * 1024  # a cassette is text a person reviews; anything larger is refused
@@ -289,7 +289,7 @@ def regular_file_size(path: Path) -> int:
     try:
         status = path.stat()
     except FileNotFoundError:
-        raise CassetteError("no such cassette", file=path) from None
+        raise CassetteError("no such cassette", file=absolute(path)) from None
     if not stat.S_ISREG(status.st_mode):
         raise CassetteError("not a regular file (a folder, a device or a pipe); a cassette is a file", file=path)
     return status.st_size

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from unittest import mock
 from urllib.parse import urlsplit
 
@@ -66,6 +66,31 @@ REPLAYED_HEADER = "x-harness-replayed"
 _replaying_failure: contextvars.ContextVar[bool] = contextvars.ContextVar("replaying_failure", default=False)
 
 
+# What to do about a miss, in the words of the tool the user is running: its own flags, never another's.
+HINTS: dict[str, dict[str, str]] = {
+    "python": {
+        "miss": "If the change is intended, re-record: use_cassette(..., mode='rewrite'), or mode='new_episodes' "
+                "to keep what still matches.",
+        "repeat": "Pass allow_repeats=True to use_cassette to serve a recording again.",
+    },
+    "pytest": {
+        "miss": "If the change is intended, re-record: pytest --record-mode=rewrite, or --record-mode=new_episodes "
+                "to keep what still matches.",
+        "repeat": "Mark the test @pytest.mark.cassette(allow_repeats=True) to serve a recording again.",
+    },
+    "proxy": {
+        "miss": "If the change is intended, re-record: harness proxy --mode rewrite, or --mode new_episodes to keep "
+                "what still matches.",
+        "repeat": "harness proxy --mode new_episodes records it again.",
+    },
+    "serve": {
+        "miss": "If the change is intended, re-record through harness proxy --mode rewrite (or --mode new_episodes "
+                "to keep what still matches).",
+        "repeat": "Start harness serve with --allow-repeats to serve a recording again.",
+    },
+}
+
+
 class CassetteMismatch(anthropic.AnthropicError):
     """A request that the cassette has no recording for, in a mode that may not record it."""
 
@@ -79,6 +104,7 @@ class CassetteMismatch(anthropic.AnthropicError):
         reason: str,
         nearest_position: int | None = None,
         differences: Sequence[str] = (),
+        kind: Literal["miss", "repeat"] = "miss",
     ) -> None:
         self.cassette_path = cassette_path
         self.position = position
@@ -87,15 +113,17 @@ class CassetteMismatch(anthropic.AnthropicError):
         self.reason = reason
         self.nearest_position = nearest_position
         self.differences = list(differences)
-        lines = [f"{cassette_path}: request #{position + 1} ({method} {path}) {reason}"]
-        if nearest_position is not None and self.differences:
-            lines.append(f"Nearest recorded request is #{nearest_position + 1}; what changed (recorded -> now):")
+        self.kind = kind
+        super().__init__(self.describe("python"))
+
+    def describe(self, tool: str = "python") -> str:
+        """The message, its hint naming the flags of `tool` (python, pytest, proxy or serve)."""
+        lines = [f"{self.cassette_path}: request #{self.position + 1} ({self.method} {self.path}) {self.reason}"]
+        if self.nearest_position is not None and self.differences:
+            lines.append(f"Nearest recorded request is #{self.nearest_position + 1}; what changed (recorded -> now):")
             lines.extend(f"  - {line}" for line in self.differences)
-        lines.append(
-            "If the change is intended, re-record: mode='rewrite' (or --record-mode=rewrite), "
-            "or 'new_episodes' to keep what still matches."
-        )
-        super().__init__("\n".join(lines))
+        lines.append(HINTS[tool][self.kind])
+        return "\n".join(lines)
 
 
 def _zero_backoff(original: Callable[..., float]) -> Callable[..., float]:
@@ -171,6 +199,7 @@ class Cassette:
         self.play_counts = [0] * len(self.recorded.interactions)
         self.new_interactions: list[dict[str, Any]] = []
         self.requests_seen = 0
+        self.misses: list[CassetteMismatch] = []
         self._secrets: set[str] = set()
         self._provenance: dict[str, Any] = {}
 
@@ -330,9 +359,9 @@ class Cassette:
         common = {"cassette_path": self.path, "position": found.position_in_run, "method": found.method,
                   "path": found.path}
         if already:
-            reason = (f"was recorded {len(already)} time(s) and every recording was already played "
-                      "(pass allow_repeats=True to serve it again)")
-            return CassetteMismatch(**common, reason=reason)
+            times = "once" if len(already) == 1 else f"{len(already)} times"
+            reason = f"was recorded {times} and every recording of it was already played"
+            return self._missed(CassetteMismatch(**common, reason=reason, kind="repeat"))
         nearest = nearest_recorded(found.method, found.path, found.body, recorded_requests, found.position_in_run)
         differences: list[str] = []
         if nearest is not None:
@@ -342,7 +371,12 @@ class Cassette:
                                    f"to {found.method} {found.path}")
             differences.extend(diff_summary(stored_request_body(recorded), found.body))
         reason = f"has no recording in this cassette (mode {self.mode!r} may not record)"
-        return CassetteMismatch(**common, reason=reason, nearest_position=nearest, differences=differences)
+        return self._missed(CassetteMismatch(**common, reason=reason, nearest_position=nearest,
+                                             differences=differences))
+
+    def _missed(self, error: CassetteMismatch) -> CassetteMismatch:
+        self.misses.append(error)  # kept: an agent loop may catch the error and end its run on it
+        return error
 
     def _note_provenance(self, request_headers: list[tuple[str, str]], stored_request: dict[str, Any],
                          response_headers: list[tuple[str, str]]) -> None:

@@ -7,11 +7,14 @@ found too. Placeholders written by the redactor (`[REDACTED]`, `req_redacted_000
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.cassette.redact import find_secrets
+from harness.errors import absolute
+from harness.report._text import counted
 
 SCANNED_SUFFIXES = (".yaml", ".yml", ".json", ".har", ".txt", ".md")
 
@@ -63,14 +66,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     missing = [p for p in args.paths if not p.exists()]
     if missing:
-        print("harness scan: no such path: " + ", ".join(map(str, missing)))
+        print("harness scan: no such path: " + ", ".join(absolute(p) for p in missing), file=sys.stderr)
+        return 2
+    count = len(list(_files(args.paths)))
+    if count == 0:  # a mistyped folder must not pass CI as "no secrets"
+        where = ", ".join(absolute(p) for p in args.paths)
+        print(f"harness scan: nothing to scan (no cassette or golden file) in {where}", file=sys.stderr)
         return 2
     findings = scan_paths(args.paths)
     for finding in findings:
         print(finding)
-    count = len(list(_files(args.paths)))
     if findings:
-        print(f"{len(findings)} secret-shaped string(s) in {count} file(s) scanned")
+        print(f"{counted(len(findings), 'secret-shaped string')} in {counted(count, 'file')} scanned")
         return 1
-    print(f"no secrets found in {count} file(s)")
+    print(f"no secrets found in {counted(count, 'file')}")
     return 0

@@ -20,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from harness.errors import HarnessError
 from harness.evals.results import exit_code, write_results
 from harness.evals.runner import run_suites
-from harness.evals.suite import Suite, bundled_suite_dir, discover_suites
+from harness.evals.suite import Suite, discover_suites, project_suites
 from harness.report._text import counted
 from harness.report.outputs import add_report_arguments, write_results_reports
 
@@ -32,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "paths",
         nargs="*",
         metavar="PATH",
-        help="suite files (.yaml), golden files (.json) or folders; default: the bundled evals/",
+        help="suite files (.yaml), golden files (.json) or folders; default: the project's evals/ (or `suites` in "
+        "[tool.loop-harness])",
     )
     parser.add_argument(
         "--golden",
@@ -47,10 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _suites(args: argparse.Namespace) -> list[Suite]:
     paths = list(args.paths)
     if not paths:
-        bundled = bundled_suite_dir()
-        if bundled is None:
-            raise HarnessError("no PATH given and no evals/ folder found in this project")
-        paths = [bundled]
+        paths = project_suites()
     suites = discover_suites(paths, golden_dir=args.golden)
     seen: dict[str, str] = {}
     for suite in suites:

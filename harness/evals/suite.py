@@ -13,7 +13,8 @@ folder) where it is not there; an environment variable may say where it is inste
 
     requires: {path: ../shared/real-cassettes, env: HARNESS_REAL_CASSETTES, what: the real-recordings corpus}
 
-Golden paths are relative to the golden folder (`--golden DIR`, default <root>/golden); cassette paths
+Golden paths are relative to the golden folder (`--golden DIR`, default <root>/golden or `golden` in
+[tool.loop-harness]); cassette paths
 to the project root (the nearest folder with pyproject.toml or .git), so a suite reads the same from
 any working directory. `harness eval` also takes a golden file or a folder as a suite.
 """
@@ -33,10 +34,11 @@ import jsonschema
 import yaml
 
 from harness.cassette.format import json_path
-from harness.errors import GoldenError
+from harness.errors import GoldenError, absolute
 from harness.evals.golden import Golden, inside_project, load_golden, project_root, relative_to_root
+from harness.project import load_project
 
-__all__ = ["Case", "Suite", "bundled_suite_dir", "discover_suites", "load_suite", "suite_schema"]
+__all__ = ["Case", "Suite", "discover_suites", "load_suite", "project_suites", "suite_schema"]
 
 SUITE_SUFFIXES = (".yaml", ".yml")
 
@@ -91,7 +93,7 @@ def _read_suite(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise GoldenError("no such suite file", file=path) from None
+        raise GoldenError("no such suite file", file=absolute(path)) from None
     except UnicodeDecodeError as err:
         raise GoldenError(f"not UTF-8 text (byte {err.start})", file=path) from None
     try:
@@ -124,7 +126,7 @@ def load_suite(path: str | Path, *, golden_dir: str | Path | None = None) -> Sui
     if error is not None:
         raise GoldenError(error.message, file=path, where=json_path(error.absolute_path))
     root = project_root(path)
-    goldens = Path(golden_dir) if golden_dir is not None else root / "golden"
+    goldens = Path(golden_dir) if golden_dir is not None else load_project(root).golden
     suite = Suite(name=data["name"], path=path, description=data.get("description"), root=root)
     written = actual = None
     if "requires" in data:
@@ -137,7 +139,9 @@ def load_suite(path: str | Path, *, golden_dir: str | Path | None = None) -> Sui
         golden_path = goldens / entry["golden"]
         if not golden_path.is_file():
             raise GoldenError(
-                f"golden {entry['golden']!r} not found in {goldens}", file=path, where=f"$.cases[{index}].golden"
+                f"golden {entry['golden']!r} not found in {absolute(goldens)}",
+                file=path,
+                where=f"$.cases[{index}].golden",
             )
         golden = load_golden(golden_path)
         cassettes = (
@@ -187,13 +191,16 @@ def _golden_as_suite(path: Path) -> Suite:
     return Suite(name=golden.name, path=path, cases=cases, description=golden.description, root=root)
 
 
-def bundled_suite_dir(cwd: Path | None = None) -> Path | None:
-    """evals/ of the project the command runs in, else of the harness checkout itself; None if neither."""
-    for root in (project_root(cwd or Path.cwd()), Path(__file__).resolve().parents[2]):
-        candidate = root / "evals"
-        if candidate.is_dir():
-            return candidate
-    return None
+def project_suites(cwd: Path | None = None) -> list[Path]:
+    """What `harness eval` runs with no PATH: the project's suites (evals/, or `suites` in its configuration)."""
+    project = load_project(cwd)
+    missing = [path for path in project.suites if not path.exists()]
+    if missing:
+        raise GoldenError(
+            f"no PATH given and no suites at {', '.join(map(absolute, missing))}; give a suite, golden or folder, "
+            f"or set suites in {project.describe_config()}"
+        )
+    return list(project.suites)
 
 
 def discover_suites(paths: Iterable[str | Path], *, golden_dir: str | Path | None = None) -> list[Suite]:
@@ -215,7 +222,7 @@ def discover_suites(paths: Iterable[str | Path], *, golden_dir: str | Path | Non
         elif path.suffix == ".json":
             suites.append(_golden_as_suite(path))
         elif not path.exists():
-            raise GoldenError("no such file or folder", file=path)
+            raise GoldenError("no such file or folder", file=absolute(path))
         else:
             raise GoldenError("not a suite (.yaml), a golden (.json) or a folder of them", file=path)
     return suites

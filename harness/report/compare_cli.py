@@ -25,7 +25,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, absolute
 from harness.report.outputs import add_report_arguments, write_comparison_reports
 from harness.report.trials import DEFAULT_K
 
@@ -62,7 +62,7 @@ def _kind(path: Path) -> str:
     if path.is_dir():
         return "folder"
     if not path.exists():
-        raise HarnessError("no such file or folder", file=path)
+        raise HarnessError("no such file or folder", file=absolute(path))
     if path.suffix == ".json":
         return "results"
     if path.suffix in SUITE_SUFFIXES:
