@@ -440,12 +440,35 @@ def dump_cassette(cassette: CassetteFile) -> str:
     )
 
 
+def _umask() -> int:
+    """The process's umask. Read where Linux shows it, else by setting and restoring it (not thread-safe, so
+    only as the fallback)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _file_mode(path: Path) -> int:
+    """The mode the written file gets: the old file's when it is replaced, else what open() would give
+    (0666 less the umask); mkstemp's 0600 would hide every cassette and report from the rest of a team."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_umask()
+
+
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write via a temp file in the same folder, fsync, rename: a reader sees the old file or the new one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = _file_mode(path)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()

@@ -200,6 +200,7 @@ class Cassette:
         self.new_interactions: list[dict[str, Any]] = []
         self.requests_seen = 0
         self.misses: list[CassetteMismatch] = []
+        self.served: list[dict[str, Any]] = []  # this run's exchanges in order, played or recorded
         self._secrets: set[str] = set()
         self._provenance: dict[str, Any] = {}
 
@@ -244,6 +245,7 @@ class Cassette:
             position = found.position
         assert position is not None, "play() needs a lookup that found a recording"
         self.play_counts[position] += 1
+        self.served.append(self.recorded.interactions[position])
         return self.recorded.interactions[position]
 
     def record(
@@ -291,6 +293,7 @@ class Cassette:
         if not self.new_interactions:
             self._note_provenance(request_items, stored_request, response_items)
         self.new_interactions.append(interaction)
+        self.served.append(interaction)
 
     # -- in-process: what the transport patch calls ----------------------------------------------------------
     def answer(self, request: httpx2.Request, raw_body: bytes) -> httpx2.Response | None:
@@ -315,6 +318,14 @@ class Cassette:
                 else "connect" if isinstance(error, httpx2.ConnectError) else "disconnect")
         self.record(method=request.method, url=str(request.url), request_headers=request.headers.multi_items(),
                     request_body=raw_body, error={"kind": kind, "message": f"{type(error).__name__}: {error}"})
+
+    def this_run(self) -> CassetteFile:
+        """The run that just happened, from memory: each exchange as it was played or recorded, in order.
+
+        Not the file: on a first recording it is not written yet, and in new_episodes it holds the old run too.
+        """
+        meta = {**self.recorded.meta, **self._provenance}
+        return CassetteFile(meta=meta, interactions=list(self.served), path=self.path)
 
     # -- saving -------------------------------------------------------------------------------------------
     def interactions_to_save(self) -> list[dict[str, Any]]:
