@@ -173,6 +173,7 @@ def test_project_root_and_relative_paths(project: Path) -> None:
     assert relative_to_root(project.parent / "shared" / "x.yaml", project) == "../shared/x.yaml"
 
 
+@pytest.mark.real_cassettes
 def test_the_protocol_suite_covers_every_real_cassette() -> None:
     suite = load_suite(REPO / "evals" / "protocol.yaml")
     outcome_cases = [c for c in suite.cases if any(k.check == "outcome" for k in c.golden.checks)]
