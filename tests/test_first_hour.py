@@ -313,10 +313,11 @@ def test_a_changed_prompt_fails_in_one_screen_with_a_word_diff(pytester: pytest.
     result.assert_outcomes(failed=1)
     output = result.stdout.str()
     # run_loop catches the miss and ends its run on it; the test still fails with the miss, first and whole.
-    assert f"FAILED test_loop.py::test_brief - {pytester.path / 'cassettes' / 'brief.yaml'}: request #1" in output
+    assert f"\n{pytester.path / 'cassettes' / 'brief.yaml'}: request #1 (POST /v1/messages) has no recording" in output
+    assert "FAILED test_loop.py::test_brief - Failed: " in output
     assert "[-urgency-]{+importance+}" in output
     assert "pytest --record-mode=rewrite" in output and "allow_repeats=True" not in output
-    assert "(in test_loop.py:10)" in output
+    assert "(in test_loop.py:11)" in output
     assert "httpx2" not in output and "_base_client" not in output
     assert len(output.splitlines()) < 25
 

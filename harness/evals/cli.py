@@ -1,8 +1,11 @@
 """`harness eval [PATH...] [--golden DIR] [--json F] [--markdown F] [--junit F] [--html F]`: run suites,
-print a table, write the results JSON and its views (each a projection of the JSON, written atomically).
+print one line per case, write the results JSON and its views (each a projection of the JSON, written atomically).
 
-PATH is a suite file (.yaml), a golden file (.json) or a folder of either; with none, the bundled
-suites under evals/. Exit 0 when every check passes, 1 when a check fails, 2 on bad input (an invalid
+PATH is a suite file (.yaml), a golden file (.json) or a folder of either; with none, the project's
+suites (evals/, or `suites` in [tool.loop-harness]; the golden folder when there is no evals/). A suite
+whose `requires:` folder is absent is skipped with one line saying what is missing. Output is one line
+per case, failures and errors expanded with their reasons, then the summary: made for CI logs.
+Exit 0 when every check passes, 1 when a check fails, 2 on bad input (an invalid
 suite or golden, an unknown check, a cassette that cannot be read).
 """
 
