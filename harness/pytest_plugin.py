@@ -287,7 +287,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         if unplayed:
             numbers = ", ".join(f"#{p + 1}" for p in unplayed[:10])
             raise pytest.fail.Exception(
-                f"{active.path}: {len(unplayed)} recorded interaction(s) were never played ({numbers}). "
+                f"{active.path}: {len(unplayed)} recorded "
+                f"{'interaction was' if len(unplayed) == 1 else 'interactions were'} never played ({numbers}). "
                 "The test no longer makes these requests: re-record (--record-mode=rewrite) or mark the test "
                 "@pytest.mark.cassette(allow_unused=True)."
             )

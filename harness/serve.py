@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cassette.recorder import Cassette, CassetteMismatch
-from harness.errors import HarnessError
+from harness.errors import HarnessError, absolute
 from harness.httpserver import (
     TIMINGS,
     IncomingRequest,
@@ -56,6 +56,9 @@ class ReplayServer(LoopbackServer):
             raise HarnessError("give at least one cassette to serve")
         if timing not in TIMINGS:
             raise HarnessError(f"timing {timing!r}: use one of {', '.join(TIMINGS)}")
+        for path in cassettes:  # before the recorder's own message, which speaks of use_cassette and pytest
+            if not Path(path).exists():
+                raise HarnessError("no such cassette (record one through harness proxy)", file=absolute(path))
         self.cassettes = [Cassette(path, "none", allow_repeats=allow_repeats, ignore_fields=ignore_fields)
                           for path in cassettes]
         self.timing: Timing = timing

@@ -309,7 +309,8 @@ def test_a_changed_prompt_fails_in_one_screen_with_a_word_diff(pytester: pytest.
     pytester.makepyfile(fake_messages_api=FAKE, test_loop=LOOP_TEST)
     pytester.runpytest("--record-mode=once", "-p", "no:recording").assert_outcomes(passed=1)
     pytester.makepyfile(test_loop=LOOP_TEST.replace("in order of urgency", "in order of importance"))
-    result = pytester.runpytest("-q", "-p", "no:recording")
+    # In a process of its own: two in-process runs in one test share (and restore) sys.modules.
+    result = pytester.runpytest_subprocess("-q", "-p", "no:recording", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     output = result.stdout.str()
     # run_loop catches the miss and ends its run on it; the test still fails with the miss, first and whole.
