@@ -261,12 +261,12 @@ def _miss_failure(item: pytest.Item, active: Any, raised: BaseException | None) 
     A loop that catches the error and ends its run on it (harness.run_loop does) still fails the test here,
     with the miss rather than a puzzling assertion about the run's outcome.
     """
-    mismatch = _mismatch_in(raised)
+    mismatch, tool = _mismatch_in(raised), "python"  # the test's own use_cassette: its keywords
     if active is not None and active.misses:
-        mismatch = active.misses[0]
+        mismatch, tool = active.misses[0], "pytest"  # the marker's cassette: pytest's flags
     if mismatch is None:
         return None
-    return pytest.fail.Exception(mismatch.describe("pytest") + _where(item, raised), pytrace=False)
+    return pytest.fail.Exception(mismatch.describe(tool) + _where(item, raised), pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -371,7 +371,7 @@ class Cassette:
                   "path": found.path}
         if already:
             times = "once" if len(already) == 1 else f"{len(already)} times"
-            reason = f"was recorded {times} and every recording of it was already played"
+            reason = f"was recorded {times} and every recording was already played"
             return self._missed(CassetteMismatch(**common, reason=reason, kind="repeat"))
         nearest = nearest_recorded(found.method, found.path, found.body, recorded_requests, found.position_in_run)
         differences: list[str] = []
