@@ -25,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("harness.cassette.import_cli", "convert foreign cassettes (vcrpy, pydantic-ai, HAR) to ours"),
     "scan": ("harness.cassette.scan", "find secret-shaped strings in cassettes; exit 1 on any"),
     "sim": ("harness.sim.cli", "run the local Messages API simulator"),
-    "record": ("harness.record_cli", "re-record the bundled cassettes against the simulator"),
+    "record": ("harness.record_cli", "record the project's scenarios ([tool.loop-harness]); --demo: the bundled demo"),
     "chaos": ("harness.chaos", "replay a cassette with a fault injected at one step"),
     "proxy": ("harness.proxy", "recording reverse proxy for any HTTP client"),
     "serve": ("harness.serve", "replay server for any HTTP client"),
