@@ -38,6 +38,14 @@ def require_real_cassettes() -> Path:
     return REAL_CASSETTES
 
 
+def corpus_params(paths: list[Path]) -> list[object]:
+    """Parameters over corpus files; where the corpus is absent, one that skips naming it (rather than
+    pytest's "got empty parameter set", which does not say what is missing)."""
+    if paths:
+        return list(paths)
+    return [pytest.param(None, marks=pytest.mark.real_cassettes, id="corpus-absent")]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "real_cassettes: reads the real-recordings corpus; skipped where it is absent")
 
