@@ -19,7 +19,7 @@ eval: $(STAMP)
 
 ## Re-record the bundled cassettes against the local simulator (no network).
 cassettes: $(STAMP)
-	$(BIN)/harness record
+	$(BIN)/harness record --demo
 
 ## The official TypeScript SDK for the any-client tests (skipped, and said so, where npm is missing).
 TS_STAMP := tests/ts/node_modules/.installed-stamp

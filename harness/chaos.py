@@ -39,10 +39,12 @@ from anthropic._base_client import BaseClient
 from harness.cassette.recorder import REPLAYED_HEADER, Cassette, Lookup
 from harness.cassette.sse import SSE_CONTENT_TYPE, render_sse
 from harness.cassette.wire import body_bytes, stored_content_type
-from harness.errors import HarnessError
+from harness.errors import HarnessError, absolute
+from harness.report._text import counted
 
 if TYPE_CHECKING:
     from harness.loop import RunResult
+    from harness.project import ProjectScenario
     from harness.scenarios import Scenario
 
 # kind -> what the client sees at the chosen request
@@ -303,8 +305,31 @@ def _comparable(result: RunResult) -> Any:
             [(call.step, call.name, call.id, call.input, call.output, call.is_error) for call in result.tool_calls])
 
 
-def scenario_for(cassette: str | Path, name: str | None = None) -> Scenario:
-    """The bundled scenario named `name`, or the one whose cassette path `cassette` ends with."""
+def scenario_for(cassette: str | Path, name: str | None = None, *, demo: bool = False) -> Scenario | ProjectScenario:
+    """The scenario that records `cassette`: the project's (`[tool.loop-harness.scenarios]`), found by name or
+    by its cassette path; with `demo`, the bundled one named `name` or whose cassette path `cassette` ends with."""
+    if not Path(cassette).is_file():
+        raise HarnessError("no such cassette", file=absolute(cassette))
+    if demo:
+        return _demo_scenario_for(cassette, name)
+    from harness.project import load_project
+
+    project = load_project()
+    if name is not None:
+        return project.scenario(name)
+    resolved = Path(cassette).resolve()
+    for known in project.scenarios:
+        item = project.scenario(known)
+        if item.cassette_path.resolve() == resolved:
+            return item
+    raise HarnessError(
+        f"no scenario in {project.describe_config()} records this cassette (known: "
+        f"{', '.join(project.scenarios) or 'none'}); pass --scenario NAME, or --demo for the bundled demo",
+        file=absolute(cassette),
+    )
+
+
+def _demo_scenario_for(cassette: str | Path, name: str | None) -> Scenario:
     from harness.scenarios import SCENARIOS, scenario
 
     known = ", ".join(item.name for item in SCENARIOS)
@@ -318,10 +343,10 @@ def scenario_for(cassette: str | Path, name: str | None = None) -> Scenario:
         if posix.endswith("/" + item.cassette):
             return item
     raise HarnessError(f"no bundled scenario records this cassette; pass --scenario NAME (known: {known})",
-                       file=cassette)
+                       file=absolute(cassette))
 
 
-def _replay(item: Scenario, path: Path, faults: Mapping[int, str]) -> tuple[RunResult, ChaosCassette]:
+def _replay(item: Scenario | ProjectScenario, path: Path, faults: Mapping[int, str]) -> tuple[RunResult, ChaosCassette]:
     import anthropic
 
     # An empty fault map is the plain replay, through the same code path as the faulted one.
@@ -336,10 +361,11 @@ def _replay(item: Scenario, path: Path, faults: Mapping[int, str]) -> tuple[RunR
     return result, cassette
 
 
-def run_chaos(cassette: str | Path, *, at: int, fault: str, scenario: str | None = None) -> ChaosRun:
+def run_chaos(cassette: str | Path, *, at: int, fault: str, scenario: str | None = None,
+              demo: bool = False) -> ChaosRun:
     """Replay the scenario of `cassette` as recorded, then with `fault` at request `at`."""
     path = Path(cassette)
-    item = scenario_for(path, scenario)
+    item = scenario_for(path, scenario, demo=demo)
     normalize_faults({at: fault})
     recorded, clean = _replay(item, path, {})
     if clean.misses:
@@ -355,13 +381,15 @@ def run_chaos(cassette: str | Path, *, at: int, fault: str, scenario: str | None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("cassette", type=Path, metavar="CASSETTE", help="a bundled scenario's cassette")
+    parser.add_argument("cassette", type=Path, metavar="CASSETTE",
+                        help="the cassette of one of the project's scenarios ([tool.loop-harness.scenarios])")
     parser.add_argument("--at", type=int, required=True, metavar="N",
                         help="the request to fail: 0 is the run's first request; retries count")
     parser.add_argument("--fault", required=True, choices=list(FAULTS),
                         help="; ".join(f"{kind}: {text}" for kind, text in FAULTS.items()))
     parser.add_argument("--scenario", metavar="NAME", help="the scenario to run (default: the one whose cassette "
                         "path this is)")
+    parser.add_argument("--demo", action="store_true", help="the cassette is one of the bundled demo's")
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
 
 
@@ -370,7 +398,7 @@ def run(args: argparse.Namespace) -> int:
     if args.at < 0:
         raise HarnessError(f"--at {args.at}: a request index is 0 or more")
     try:
-        outcome = run_chaos(args.cassette, at=args.at, fault=args.fault, scenario=args.scenario)
+        outcome = run_chaos(args.cassette, at=args.at, fault=args.fault, scenario=args.scenario, demo=args.demo)
     except HarnessError:
         raise
     except Exception as crash:  # what chaos is for: an agent that raises instead of ending its run
@@ -383,16 +411,17 @@ def run(args: argparse.Namespace) -> int:
     result, recorded = outcome.result, outcome.recorded
     fired = "; ".join(fault.describe() for fault in outcome.fired) or "nothing (the fault never struck)"
     print(f"harness chaos: {outcome.scenario} from {outcome.cassette}: {fired}")
-    print(f"recorded:   {recorded.outcome.value} after {recorded.steps} step(s), "
-          f"{outcome.recorded_requests} request(s)")
-    print(f"with fault: {result.outcome.value} after {result.steps} step(s), {outcome.requests} request(s): "
-          f"{result.reason}")
+    print(f"recorded:   {recorded.outcome.value} after {counted(recorded.steps, 'step')}, "
+          f"{counted(outcome.recorded_requests, 'request')}")
+    print(f"with fault: {result.outcome.value} after {counted(result.steps, 'step')}, "
+          f"{counted(outcome.requests, 'request')}: {result.reason}")
     retried = "the SDK retried the faulted request" if outcome.retried else "the faulted request was not retried"
     if outcome.same_as_recorded:
         print(f"{retried}; the run ended as recorded")
     else:
-        print(f"{retried}; the run ended differently: outcome {result.outcome.value}, with the {result.steps} "
-              f"step(s) and {len(result.tool_calls)} tool call(s) done before it ended")
+        print(f"{retried}; the run ended differently: outcome {result.outcome.value}, with the "
+              f"{counted(result.steps, 'step')} and {counted(len(result.tool_calls), 'tool call')} done before "
+              "it ended")
     return 0
 
 

@@ -2,7 +2,8 @@
 
 Each subcommand lives in the module that owns its concept; this file only routes. A command module
 exposes `add_arguments(parser)` and `run(args) -> int` (0 ok, 1 checks failed, 2 bad input or usage).
-Modules are imported lazily so that `harness sim` does not pay for the eval machinery and the reverse.
+Only the chosen command's module is imported, so `harness --help` and the commands that read files
+(scan, show, eval, bless, compare) never load the anthropic SDK or the eval machinery they do not use.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("harness.cassette.import_cli", "convert foreign cassettes (vcrpy, pydantic-ai, HAR) to ours"),
     "scan": ("harness.cassette.scan", "find secret-shaped strings in cassettes; exit 1 on any"),
     "sim": ("harness.sim.cli", "run the local Messages API simulator"),
-    "record": ("harness.record_cli", "re-record the bundled cassettes against the simulator"),
+    "record": ("harness.record_cli", "record the project's scenarios ([tool.loop-harness]); --demo: the bundled demo"),
     "chaos": ("harness.chaos", "replay a cassette with a fault injected at one step"),
     "proxy": ("harness.proxy", "recording reverse proxy for any HTTP client"),
     "serve": ("harness.serve", "replay server for any HTTP client"),
@@ -45,22 +46,37 @@ def _available() -> dict[str, tuple[str, str]]:
     return found
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _chosen_command(argv: Sequence[str]) -> str | None:
+    """The subcommand named on the command line (the first word that is not an option), if any."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only `command`'s module is imported (every command when None, as for a full check)."""
+    from harness import __version__
+
     parser = argparse.ArgumentParser(
         prog="harness",
         description="Record, replay and evaluate Claude agent loops. Exit 0 ok, 1 checks failed, 2 bad input.",
     )
+    parser.add_argument("--version", action="version", version=f"harness (loop-harness) {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (module_name, text) in _available().items():
-        module = importlib.import_module(module_name)
+    available = _available() if command is None else COMMANDS
+    for name, (module_name, text) in available.items():
         command_parser = sub.add_parser(name, help=text, description=text)
-        module.add_arguments(command_parser)
-        command_parser.set_defaults(_module=module)
+        if command is None or name == command:
+            module = importlib.import_module(module_name)
+            module.add_arguments(command_parser)
+            command_parser.set_defaults(_module=module)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_chosen_command(argv) or "")
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
         parser.print_help()

@@ -6,6 +6,7 @@ errors at all: they are `CheckResult` data.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -34,3 +35,8 @@ class CassetteError(HarnessError):
 
 class GoldenError(HarnessError):
     """A golden fixture or eval suite that does not follow its schema."""
+
+
+def absolute(path: str | Path) -> str:
+    """The path a not-found error prints: absolute, so the reader sees where it was looked for."""
+    return os.path.abspath(path)

@@ -179,8 +179,9 @@ class RecordingProxy(LoopbackServer):
             except CassetteMismatch as error:
                 miss = error
         if miss is not None:
-            self._log(f"{_shown(request)} -> miss, answered 400:\n{miss}", always=True)
-            send_miss(responder, str(miss))
+            text = miss.describe("proxy")
+            self._log(f"{_shown(request)} -> miss, answered 400:\n{text}", always=True)
+            send_miss(responder, text)
         elif interaction is not None:
             self._log(f"{_shown(request)} -> replayed from the cassette")
             write_recorded(responder, interaction)

@@ -8,39 +8,88 @@ answers what its users complain about:
 - a request with no recording fails the test with the diff against the nearest recorded request;
 - interactions recorded but never played fail the test, so a stale cassette is found the day it
   goes stale (opt out with `@pytest.mark.cassette(allow_unused=True)`).
+
+Loading it costs a session nothing it does not use: the recorder (and with it the anthropic SDK, httpx2
+and vcrpy) is imported when a test first asks for a cassette. Beside pytest-recording, its `--record-mode`
+(same values) drives both plugins, and a test may carry either marker.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import ipaddress
 import os
 import re
 import socket
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.cassette.recorder import MODES, Cassette, use_cassette
+from harness.cassette.modes import MODES, PLACEHOLDER_API_KEY
 
 # --drift-report and the fork summary live in their own module, registered with this one.
 pytest_plugins = ("harness.pytest_drift",)
 
-_CASSETTE_KEY = pytest.StashKey[Cassette]()
+if TYPE_CHECKING:
+    from harness.cassette.recorder import Cassette
+
+_CASSETTE_KEY = pytest.StashKey["Cassette"]()
 _FAILED_KEY = pytest.StashKey[bool]()
+_PYTEST_RECORDING = "recording"  # pytest-recording's plugin name (its pytest11 entry point)
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def _pytest_recording_will_add_record_mode(pluginmanager: pytest.PytestPluginManager) -> bool:
+    """pytest-recording defines the same --record-mode (same values); two definitions stop pytest at start.
+    When it is installed and will load after us, leave the option to it and read its value."""
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") or pluginmanager.is_blocked(_PYTEST_RECORDING):
+        return False
+    return importlib.util.find_spec("pytest_recording") is not None
+
+
+# pytest-recording's --record-mode knows only vcrpy's modes; when it owns the option, `fork` is added to its
+# choices (after whichever of the two plugins registers last), so one option still drives both.
+_PARSERS: list[pytest.Parser] = []
+
+
+def _allow_fork(parser: pytest.Parser) -> None:
+    for group in parser._groups:
+        for option in group.options:
+            if "--record-mode" not in option.names():
+                continue
+            # pytest 9 keeps the argparse action itself; older versions a dict of its keywords.
+            action = getattr(option, "_action", None)
+            choices = action.choices if action is not None else option.attrs().get("choices")
+            if choices is not None and "fork" not in choices:
+                if action is not None:
+                    action.choices = [*choices, "fork"]
+                else:
+                    option._attrs["choices"] = [*choices, "fork"]
+
+
+def pytest_plugin_registered(plugin: object, manager: pytest.PytestPluginManager) -> None:
+    for parser in _PARSERS:
+        _allow_fork(parser)
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     group = parser.getgroup("loop-harness", "record and replay Claude agent loops")
-    group.addoption(
-        "--record-mode",
-        action="store",
-        default=None,
-        choices=MODES,
-        help="none (default: replay only, network blocked), once, new_episodes, all, rewrite, "
-        "fork (replay the matching prefix, record from the first divergent request)",
-    )
+    if not _pytest_recording_will_add_record_mode(pluginmanager):
+        # ValueError: pytest-recording loaded first and defined it; one option drives both.
+        with contextlib.suppress(ValueError):
+            group.addoption(
+                "--record-mode",
+                action="store",
+                default=None,
+                choices=MODES,
+                help="none (default: replay only, network blocked), once, new_episodes, all, rewrite, "
+                "fork (replay the matching prefix, record from the first divergent request)",
+            )
+    _PARSERS.append(parser)
+    _allow_fork(parser)
     group.addoption("--cassette-dir", action="store", default=None, help="where default cassette paths live")
     group.addoption(
         "--simulator",
@@ -52,7 +101,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "or a YAML model script",
     )
     parser.addini("record_mode", "default record mode when --record-mode is not given", default="none")
-    parser.addini("cassette_dir", "folder for default cassette paths, relative to the rootdir", default="cassettes")
+    parser.addini("cassette_dir", "folder for default cassette paths, relative to the rootdir (default: `cassettes` "
+                  "of [tool.loop-harness], else cassettes/)", default="")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -73,18 +123,22 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def record_mode(config: pytest.Config) -> str:
-    mode = config.getoption("--record-mode") or config.getini("record_mode") or "none"
+    mode = config.getoption("record_mode", default=None) or config.getini("record_mode") or "none"
     if mode not in MODES:
         raise pytest.UsageError(f"record_mode = {mode!r} in the config file; use one of {', '.join(MODES)}")
     return mode
 
 
 def default_cassette_path(item: pytest.Item) -> Path:
-    """cassettes/<test module>/<test name>.yaml under the rootdir (parametrized ids made file-safe)."""
+    """<cassettes>/<test module>/<test name>.yaml (parametrized ids made file-safe)."""
     config = item.config
-    folder = Path(config.getoption("--cassette-dir") or config.getini("cassette_dir") or "cassettes")
-    if not folder.is_absolute():
-        folder = config.rootpath / folder
+    chosen = config.getoption("--cassette-dir") or config.getini("cassette_dir")
+    if chosen:
+        folder = Path(chosen) if Path(chosen).is_absolute() else config.rootpath / chosen
+    else:  # the project's cassettes folder: `cassettes` of [tool.loop-harness], as every command reads it
+        from harness.project import load_project
+
+        folder = load_project(config.rootpath).cassettes
     module = Path(str(item.path)).stem
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", item.name).strip("-")
     return folder / module / f"{name}.yaml"
@@ -146,6 +200,8 @@ _CASSETTE_OPTIONS = ("ignore_fields", "scrubbers", "allow_repeats", "save_on_err
 @pytest.fixture
 def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> Iterator[Cassette]:
     """The active cassette: every Messages API call of the test is recorded to or replayed from it."""
+    from harness.cassette.recorder import use_cassette
+
     marker = request.node.get_closest_marker("cassette")
     marker_options = dict(marker.kwargs) if marker else {}
     path = marker_options.pop("path", None) or (marker.args[0] if marker and marker.args else None)
@@ -154,6 +210,10 @@ def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> 
     cassette_path = Path(path) if path else default_cassette_path(request.node)
     if not cassette_path.is_absolute():
         cassette_path = request.config.rootpath / cassette_path
+    if mode == "none" and not cassette_path.exists():  # one screen, no traceback through the plugin
+        pytest.fail(f"{cassette_path}: no cassette here, and mode 'none' only replays. Record it first: "
+                    "pytest --record-mode=once (with a key, or ANTHROPIC_BASE_URL pointing at harness sim)",
+                    pytrace=False)
     faults = options.pop("faults", None)
     if faults:
         # Chaos: the recorded run, with faults injected at the given request indexes. Replay only; a fatal
@@ -185,7 +245,7 @@ def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> 
 def _client_options(harness_config: dict[str, Any], simulator_url: str | None = None) -> dict[str, Any]:
     return {
         # In replay the key is never sent anywhere; when recording, the real one comes from the environment.
-        "api_key": os.environ.get("ANTHROPIC_API_KEY") or "replay-key-not-a-secret",
+        "api_key": os.environ.get("ANTHROPIC_API_KEY") or PLACEHOLDER_API_KEY,
         "base_url": simulator_url or harness_config.get("base_url") or os.environ.get("ANTHROPIC_BASE_URL") or None,
         "max_retries": harness_config.get("max_retries", 2),
     }
@@ -222,16 +282,64 @@ def _harness_cassette_marker(request: pytest.FixtureRequest) -> None:
 
 # -- after the test body: stale interactions fail the test ------------------------------------------------
 
+def _mismatch_in(error: BaseException | None) -> Any:
+    """The CassetteMismatch that `error` is or was raised from, if any (an agent may wrap it)."""
+    recorder = sys.modules.get("harness.cassette.recorder")  # not loaded: no cassette, so no mismatch
+    seen = 0
+    while recorder is not None and error is not None and seen < 20:
+        if isinstance(error, recorder.CassetteMismatch):
+            return error
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return None
+
+
+def _where(item: pytest.Item, error: BaseException | None) -> str:
+    """The line of the test that led to the request, from the traceback (the SDK's frames are left out)."""
+    test_file = str(item.path)
+    traceback = error.__traceback__ if error is not None else None
+    line = None
+    while traceback is not None:
+        if traceback.tb_frame.f_code.co_filename == test_file:
+            line = traceback.tb_lineno
+        traceback = traceback.tb_next
+    return f"\n(in {item.path.name}:{line})" if line is not None else ""
+
+
+def _miss_failure(item: pytest.Item, active: Any, raised: BaseException | None) -> pytest.fail.Exception | None:
+    """A miss as one screen: the cassette, the request's position and the diff first, no SDK or httpx2 frames.
+
+    A loop that catches the error and ends its run on it (harness.run_loop does) still fails the test here,
+    with the miss rather than a puzzling assertion about the run's outcome.
+    """
+    mismatch, tool = _mismatch_in(raised), "python"  # the test's own use_cassette: its keywords
+    if active is not None and active.misses:
+        mismatch, tool = active.misses[0], "pytest"  # the marker's cassette: pytest's flags
+    if mismatch is None:
+        return None
+    return pytest.fail.Exception(mismatch.describe(tool) + _where(item, raised), pytrace=False)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    result = yield
     active = item.stash.get(_CASSETTE_KEY, None)
+    try:
+        result = yield
+    except Exception as raised:
+        failure = _miss_failure(item, active, raised)
+        if failure is not None:
+            raise failure from None
+        raise
+    # A miss the test swallowed fails it; under --drift-report it is the report's to count instead.
+    failure = None if item.config.getoption("--drift-report", None) else _miss_failure(item, active, None)
+    if failure is not None:
+        raise failure
     if active is not None and active.write_protected and not getattr(active, "allow_unused", False):
         unplayed = active.unplayed
         if unplayed:
             numbers = ", ".join(f"#{p + 1}" for p in unplayed[:10])
             raise pytest.fail.Exception(
-                f"{active.path}: {len(unplayed)} recorded interaction(s) were never played ({numbers}). "
+                f"{active.path}: {len(unplayed)} recorded "
+                f"{'interaction was' if len(unplayed) == 1 else 'interactions were'} never played ({numbers}). "
                 "The test no longer makes these requests: re-record (--record-mode=rewrite) or mark the test "
                 "@pytest.mark.cassette(allow_unused=True)."
             )

@@ -1,13 +1,17 @@
-"""`harness record [NAME...]`: re-record the bundled cassettes against the local simulator.
+"""`harness record [NAME...]`: record the project's scenarios; `harness record --demo`: the bundled demo.
 
-Every cassette it writes says `source: simulator` in its provenance block: these are rehearsals of
-the reference agents, not recordings of Claude.
+The project's scenarios are `module:function` entries in `[tool.loop-harness.scenarios]` of its
+pyproject.toml; each is called with an `anthropic.Anthropic` client built from the environment (a key, or
+ANTHROPIC_BASE_URL pointing at `harness sim`) and recorded afresh to `<cassettes>/<name>.yaml`. The
+cassette says what answered it (`source: simulator` or `live`).
 
-A prompt change as candidate cassettes, for `harness compare`:
+`--demo` re-records the bundled reference-agent cassettes against an in-process simulator (rehearsals,
+not recordings of Claude), into the demo's own cassettes/ folder of a checkout, or `--cassettes DIR`:
+it never writes into a user's project unless told where. A prompt change as candidate cassettes:
 
-    harness record dayflow-brief --print-system-prompt > prompt.txt      # the prompt as it is
+    harness record --demo dayflow-brief --print-system-prompt > prompt.txt      # the prompt as it is
     (edit prompt.txt)
-    harness record --system-prompt-file prompt.txt --cassettes candidates/
+    harness record --demo --system-prompt-file prompt.txt --cassettes candidates/
     harness compare cassettes/ candidates/
 
 With no NAME every scenario is recorded, the prompt replaced in each one that sends Dayflow's (the SQL
@@ -21,14 +25,19 @@ differ in their ids only; trials earn their keep against a live model, whose run
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, absolute
+from harness.project import ProjectScenario, load_project
+from harness.report._text import counted
 from harness.report.trials import trial_path
 from harness.scenarios import SCENARIOS, Scenario, record_scenario, scenario
 
-DEFAULT_CASSETTES = Path("cassettes")
+# The demo's recordings live in a checkout of loop-harness, beside the package; an install has none.
+DEMO_CASSETTES = Path(__file__).resolve().parents[1] / "cassettes"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,10 +45,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "names",
         nargs="*",
         metavar="NAME",
-        help="scenarios to record (default: all): " + ", ".join(s.name for s in SCENARIOS),
+        help="scenarios to record (default: all): the project's, or with --demo the bundled "
+        + ", ".join(s.name for s in SCENARIOS),
     )
+    parser.add_argument("--demo", action="store_true", help="the bundled demo scenarios (Dayflow, the SQL assistant)")
     parser.add_argument(
-        "--cassettes", type=Path, default=None, help=f"cassettes folder (default: {DEFAULT_CASSETTES}/)"
+        "--cassettes", type=Path, default=None,
+        help="cassettes folder (default: `cassettes` of [tool.loop-harness]; with --demo the checkout's cassettes/)",
     )
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
     parser.add_argument(
@@ -57,10 +69,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="F",
-        help="send this file's text as the system prompt (Dayflow scenarios); needs --cassettes",
+        help="--demo: send this file's text as the system prompt (Dayflow scenarios); needs --cassettes",
     )
     parser.add_argument(
-        "--print-system-prompt", action="store_true", help="print the named scenario's system prompt and exit"
+        "--print-system-prompt", action="store_true", help="--demo: print the named scenario's system prompt and exit"
     )
 
 
@@ -85,6 +97,13 @@ def _chosen(args: argparse.Namespace) -> list[Scenario]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.trials is not None and args.trials < 1:
+        print("harness record: --trials must be 1 or more", file=sys.stderr)
+        return 2
+    return _run_demo(args) if args.demo else _run_project(args)
+
+
+def _run_demo(args: argparse.Namespace) -> int:
     if args.list:
         for item in SCENARIOS:
             print(f"{item.name:24} {item.cassette:36} {item.description}")
@@ -97,24 +116,26 @@ def run(args: argparse.Namespace) -> int:
     if args.print_system_prompt:
         if len(chosen) != 1 or chosen[0].system_prompt is None:
             print(
-                "harness record: --print-system-prompt needs one scenario that has a system prompt, e.g. dayflow-brief",
+                "harness record: --print-system-prompt needs one scenario that has a system prompt, "
+                "e.g. harness record --demo dayflow-brief --print-system-prompt",
                 file=sys.stderr,
             )
             return 2
         print(chosen[0].system_prompt)
         return 0
-    if args.trials is not None and args.trials < 1:
-        print("harness record: --trials must be 1 or more", file=sys.stderr)
-        return 2
     if args.system_prompt_file is not None and args.cassettes is None:
         # Recording a changed prompt over the bundled cassettes would replace the baseline it is compared with.
         print(
             "harness record: --system-prompt-file needs --cassettes DIR (e.g. candidates/); give "
-            f"--cassettes {DEFAULT_CASSETTES} to replace the bundled recordings on purpose",
+            f"--cassettes {DEMO_CASSETTES} to replace the bundled recordings on purpose",
             file=sys.stderr,
         )
         return 2
-    root = args.cassettes if args.cassettes is not None else DEFAULT_CASSETTES
+    if args.cassettes is None and not DEMO_CASSETTES.is_dir():
+        print(f"harness record: the demo's cassettes folder ({DEMO_CASSETTES}) is not in this install; "
+              "give --cassettes DIR", file=sys.stderr)
+        return 2
+    root = args.cassettes if args.cassettes is not None else DEMO_CASSETTES
     for item in chosen:
         if args.trials is None:
             runs = [(item.path(root), args.seed)]
@@ -122,8 +143,75 @@ def run(args: argparse.Namespace) -> int:
             runs = [(trial_path(item.path(root), k), args.seed + k - 1) for k in range(1, args.trials + 1)]
         for path, seed in runs:
             result = record_scenario(item, root, seed=seed, path=path)
-            print(f"recorded {path}: {result.steps} steps, outcome {result.outcome.value}{_note(item, args)}")
+            print(f"recorded {path}: {counted(result.steps, 'step')}, outcome {result.outcome.value}"
+                  f"{_note(item, args)}")
     return 0
+
+
+def _run_project(args: argparse.Namespace) -> int:
+    demo_only = [flag for flag, given in (("--system-prompt-file", args.system_prompt_file is not None),
+                                          ("--print-system-prompt", args.print_system_prompt),
+                                          ("--seed", args.seed != 0)) if given]
+    if demo_only:
+        raise HarnessError(f"{', '.join(demo_only)} work on the bundled demo only: add --demo")
+    project = load_project()
+    if not project.scenarios:
+        raise HarnessError(
+            f"no scenarios to record: add them to {project.describe_config()}, as "
+            '[tool.loop-harness.scenarios] NAME = "module:function"; the bundled demo is harness record --demo'
+        )
+    if args.list:
+        for name, target in project.scenarios.items():
+            print(f"{name:24} {target}")
+        return 0
+    chosen = [project.scenario(name) for name in (args.names or project.scenarios)]
+    for item in chosen:
+        item.function()  # every name resolves before anything is recorded
+    options = _client_options()
+    folder = args.cassettes if args.cassettes is not None else project.cassettes
+    for item in chosen:
+        path = folder / item.cassette_path.relative_to(project.cassettes)
+        paths = [path] if args.trials is None else [trial_path(path, k) for k in range(1, args.trials + 1)]
+        for target in paths:
+            result = record_project_scenario(item, target, **options)
+            print(f"recorded {target}: {_describe(result, target)}")
+    return 0
+
+
+def _client_options() -> dict[str, Any]:
+    """The client's key and base URL from the environment; a simulator needs no real key."""
+    if os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"):
+        return {}
+    if os.environ.get("ANTHROPIC_BASE_URL"):
+        return {"api_key": "sim-key-not-a-secret"}
+    raise HarnessError(
+        "nothing to record against: set ANTHROPIC_API_KEY to record Claude, or start the local simulator "
+        "(harness sim --port 8765 &) and set ANTHROPIC_BASE_URL=http://127.0.0.1:8765"
+    )
+
+
+def record_project_scenario(item: ProjectScenario, path: Path, **client_options: Any) -> Any:
+    """Run one of the project's scenarios with a client from the environment and record it afresh to `path`."""
+    import anthropic
+
+    from harness.cassette.recorder import use_cassette
+
+    with use_cassette(path, mode="rewrite"):
+        client = anthropic.Anthropic(max_retries=item.max_retries, **client_options)
+        try:
+            return item.run(client)
+        finally:
+            client.close()
+
+
+def _describe(result: Any, path: Path) -> str:
+    if hasattr(result, "steps") and hasattr(result, "outcome"):  # a RunResult of harness.run_loop
+        return f"{counted(result.steps, 'step')}, outcome {result.outcome.value}"
+    if not path.exists():
+        return f"nothing recorded: the scenario made no Messages API call (no file at {absolute(path)})"
+    from harness.cassette.format import load_cassette
+
+    return counted(len(load_cassette(path).interactions), "interaction")
 
 
 def _note(item: Scenario, args: argparse.Namespace) -> str:

@@ -1,6 +1,6 @@
 """The bundled runs: each reference-agent scenario, how to run it, and which cassette holds it.
 
-One list serves `harness record` (re-record every bundled cassette against the simulator), the eval
+One list serves `harness record --demo` (re-record every bundled cassette against the simulator), the eval
 suites (which cassette each case reads) and the tests, so the three never disagree on a name.
 
 A Dayflow scenario can be recorded with another system prompt (`with_system_prompt`): that is how a

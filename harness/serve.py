@@ -31,7 +31,7 @@ from typing import Any
 
 from harness.cassette.recorder import Cassette, CassetteMismatch
 from harness.cassette.redact import redact_target
-from harness.errors import HarnessError
+from harness.errors import HarnessError, absolute
 from harness.httpserver import (
     TIMINGS,
     IncomingRequest,
@@ -67,6 +67,9 @@ class ReplayServer(LoopbackServer):
             raise HarnessError("give at least one cassette to serve")
         if timing not in TIMINGS:
             raise HarnessError(f"timing {timing!r}: use one of {', '.join(TIMINGS)}")
+        for path in cassettes:  # before the recorder's own message, which speaks of use_cassette and pytest
+            if not Path(path).exists():
+                raise HarnessError("no such cassette (record one through harness proxy)", file=absolute(path))
         self.cassettes = [Cassette(path, "none", allow_repeats=allow_repeats, ignore_fields=ignore_fields)
                           for path in cassettes]
         self.timing: Timing = timing
@@ -102,7 +105,7 @@ class ReplayServer(LoopbackServer):
                     mismatches.append(miss)
                     continue
                 return cassette, cassette.play(found)
-            text = "\n\n".join(str(miss) for miss in mismatches)
+            text = "\n\n".join(miss.describe("serve") for miss in mismatches)
             self.misses.append({"method": request.method, "path": redact_target(request.path), "message": text})
             owner = _likeliest(mismatches)
             self._first_miss.setdefault(owner, mismatches[owner])

@@ -27,8 +27,8 @@ def _trajectory(subject: Any) -> tuple[Trajectory, str]:
         return subject, "the trajectory"
     if isinstance(subject, str | Path):
         return load_trajectory(subject), str(subject)
-    if hasattr(subject, "path") and hasattr(subject, "recorded"):  # an active Cassette from use_cassette
-        return load_trajectory(subject.path), str(subject.path)
+    if hasattr(subject, "this_run"):  # an active Cassette (the fixture, or use_cassette's): the run in memory
+        return Trajectory.from_cassette(subject.this_run()), f"{subject.path} (this run)"
     if hasattr(subject, "calls") and hasattr(subject, "outcome"):  # a RunResult of harness.run_loop
         return Trajectory.from_run(subject), "the run"
     raise TypeError(f"assert_trajectory: cannot make a trajectory of {type(subject).__name__}; give a cassette "
@@ -59,7 +59,8 @@ def _checks(expected: Expected) -> tuple[list[GoldenCheck], str | int]:
 def assert_trajectory(subject: Any, expected: Expected) -> list[CheckResult]:
     """Run the expected checks on `subject`'s trajectory; raise AssertionError listing every failure.
 
-    `subject`: a cassette path, the active cassette (the `cassette` fixture), a RunResult or a Trajectory.
+    `subject`: a cassette path, the active cassette (the `cassette` fixture: the run that just happened, from
+    memory, so it works on a first recording and in new_episodes), a RunResult or a Trajectory.
     `expected`: a golden file path or Golden, an inline golden {"checks": [...]}, a mapping
     {check name: params}, or a list of check names / {"check", "params"} items. Returns the results.
     """

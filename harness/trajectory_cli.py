@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 
+from harness.report._text import counted
 from harness.trajectory import Attempt, Run, Step, Trajectory, canonical_json, load_trajectory
 
 EXCERPT_CHARS = 600
@@ -109,8 +110,9 @@ def _print_header(console: Console, trajectory: Trajectory) -> None:
     cost = trajectory.cost_usd
     usage = trajectory.usage
     console.print(
-        f"model {escape(str(trajectory.model))} · {len(trajectory.runs)} run(s) · {len(trajectory.steps)} step(s) · "
-        f"{len(trajectory.tool_calls)} tool call(s) · in {usage.input:,} / out {usage.output:,} / "
+        f"model {escape(str(trajectory.model))} · {counted(len(trajectory.runs), 'run')} · "
+        f"{counted(len(trajectory.steps), 'step')} · {counted(len(trajectory.tool_calls), 'tool call')} · "
+        f"in {usage.input:,} / out {usage.output:,} / "
         f"cache write {usage.cache_write:,} / cache read {usage.cache_read:,} · "
         + ("cost unknown" if cost is None else f"~${cost:.4f}")
     )

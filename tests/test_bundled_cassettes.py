@@ -1,6 +1,6 @@
 """The bundled cassettes are current: each scenario replays offline from its cassette, and the run it gives
 is the run the cassette holds. A change to a prompt, a tool schema or the loop that alters a request
-fails here with the diff; `harness record NAME` re-records it."""
+fails here with the diff; `harness record --demo NAME` re-records it."""
 
 from __future__ import annotations
 

@@ -216,10 +216,10 @@ def test_cli_prints_the_outcome_of_a_retried_fault(cassettes: dict[str, Path], c
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(cassettes["dayflow-brief"].parents[1])
     with time_limit(RUN_SECONDS):
-        assert main(["chaos", "dayflow/brief.yaml", "--at", "1", "--fault", "529"]) == 0
+        assert main(["chaos", "--demo", "dayflow/brief.yaml", "--at", "1", "--fault", "529"]) == 0
     out = capsys.readouterr().out
     assert "dayflow-brief from dayflow/brief.yaml: 529 at request 1" in out
-    assert "with fault: ended after 2 step(s), 3 request(s)" in out
+    assert "with fault: ended after 2 steps, 3 requests" in out
     assert "the SDK retried the faulted request; the run ended as recorded" in out
 
 
@@ -227,7 +227,7 @@ def test_cli_prints_the_partial_run_of_a_fatal_fault(cassettes: dict[str, Path],
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     path = cassettes["dayflow-brief-stream"]
     with time_limit(RUN_SECONDS):
-        assert main(["chaos", str(path), "--at", "1", "--fault", "cut-stream", "--json"]) == 0
+        assert main(["chaos", "--demo", str(path), "--at", "1", "--fault", "cut-stream", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["scenario"] == "dayflow-brief-stream"
     assert report["fired"] == [{"index": 1, "kind": "cut-stream", "method": "POST", "path": "/v1/messages",
@@ -249,7 +249,7 @@ def test_cli_prints_the_partial_run_of_a_fatal_fault(cassettes: dict[str, Path],
 def test_cli_bad_input_is_exit_2_with_a_reason(arguments: list[str], message: str, cassettes: dict[str, Path],
                                                capsys: pytest.CaptureFixture[str]) -> None:
     with time_limit(RUN_SECONDS):
-        assert main(["chaos", str(cassettes["dayflow-brief"]), *arguments]) == 2
+        assert main(["chaos", "--demo", str(cassettes["dayflow-brief"]), *arguments]) == 2
     assert message in capsys.readouterr().err
 
 
@@ -258,22 +258,22 @@ def test_cli_asks_for_the_scenario_when_the_path_does_not_name_one(
 ) -> None:
     copy = tmp_path / "mine.yaml"
     copy.write_bytes(cassettes["dayflow-brief"].read_bytes())
-    assert main(["chaos", str(copy), "--at", "0", "--fault", "500"]) == 2
+    assert main(["chaos", "--demo", str(copy), "--at", "0", "--fault", "500"]) == 2
     assert "pass --scenario NAME" in capsys.readouterr().err
     with time_limit(RUN_SECONDS):
-        assert main(["chaos", str(copy), "--at", "0", "--fault", "500", "--scenario", "dayflow-brief"]) == 0
+        assert main(["chaos", "--demo", str(copy), "--at", "0", "--fault", "500", "--scenario", "dayflow-brief"]) == 0
     assert "the SDK retried the faulted request; the run ended as recorded" in capsys.readouterr().out
 
 
 def test_an_unknown_fault_is_a_usage_error(cassettes: dict[str, Path]) -> None:
     with pytest.raises(SystemExit) as raised:
-        main(["chaos", str(cassettes["dayflow-brief"]), "--at", "0", "--fault", "418"])
+        main(["chaos", "--demo", str(cassettes["dayflow-brief"]), "--at", "0", "--fault", "418"])
     assert raised.value.code == 2
 
 
 def test_run_chaos_reports_what_happened(cassettes: dict[str, Path]) -> None:
     with time_limit(RUN_SECONDS):
-        outcome = run_chaos(cassettes["sql-self-correction"], at=2, fault="timeout")
+        outcome = run_chaos(cassettes["sql-self-correction"], at=2, fault="timeout", demo=True)
     assert outcome.retried and outcome.same_as_recorded
     assert outcome.requests == outcome.recorded_requests + 1 == 4
 
@@ -291,6 +291,6 @@ def test_cli_exit_1_when_the_agent_crashes_instead_of_ending_its_run(
 
     monkeypatch.setattr(loop, "_call_sync", careless_call)
     with time_limit(RUN_SECONDS):
-        code = main(["chaos", str(cassettes["dayflow-brief-stream"]), "--at", "1", "--fault", "sse-error"])
+        code = main(["chaos", "--demo", str(cassettes["dayflow-brief-stream"]), "--at", "1", "--fault", "sse-error"])
     assert code == 1
     assert "the agent crashed under sse-error at request 1: APIStatusError" in capsys.readouterr().err

@@ -80,6 +80,7 @@ def test_require_error_fails_a_run_without_any_failure() -> None:
     assert not result.passed and result.step == 2 and "no tool_result with is_error" in result.reason
 
 
+@pytest.mark.real_cassettes
 def test_real_recordings_with_is_error_self_correct() -> None:
     for path in (TOOL_ERROR_HAR, TOOL_SEARCH):
         result = run_check("self_correction", load_trajectory(path), {"require_error": True})
@@ -98,6 +99,7 @@ def test_outcome_expects_end_turn_by_default() -> None:
     assert run_check("outcome", cut, {"stop_reason": ["end_turn", "max_tokens"]}).passed
 
 
+@pytest.mark.real_cassettes
 def test_outcome_for_recorded_errors() -> None:
     trajectory = load_trajectory(
         REAL / "mirascope/input/cassettes/test_authentication_error/anthropic_claude_sonnet_4_0.yaml"
@@ -110,6 +112,7 @@ def test_outcome_for_recorded_errors() -> None:
     assert not expected_stop.passed and "ended before any step with error HTTP 401" in expected_stop.reason
 
 
+@pytest.mark.real_cassettes
 def test_outcome_checks_every_run() -> None:
     result = run_check("outcome", load_trajectory(TOOL_SEARCH))
     assert result.passed and len(result.evidence["endings"]) == 4
@@ -152,6 +155,7 @@ def test_budgets_cost() -> None:
     assert not over.passed and over.step == 3 and "over the budget" in over.reason
 
 
+@pytest.mark.real_cassettes
 def test_unknown_cost_passes_unless_told_to_fail() -> None:
     old = load_trajectory(REAL / "openllmetry/test_messages/test_anthropic_message_create_legacy.yaml")
     assert old.cost_usd is None  # claude-3-opus has no price in harness.pricing

@@ -22,6 +22,7 @@ from harness.cassette.format import CassetteFile, save_cassette
 from harness.checks import run_check
 from harness.cli import main as harness_main
 from harness.trajectory import Trajectory, load_cassette_any
+from tests.conftest import require_real_cassettes
 from tests.test_checks_support import (
     PARALLEL_TOOLS,
     REPO,
@@ -211,6 +212,8 @@ def load_base(name: str, dayflow_cassette: Path) -> CassetteFile:
         "dayflow": dayflow_cassette,
         "bundled-dayflow": BUNDLED_DAYFLOW,
     }[name]
+    if name in ("har-tool-error", "parallel-tools"):
+        require_real_cassettes()
     if name == "bundled-dayflow" and not path.exists():
         pytest.skip("the bundled cassettes/dayflow/brief.yaml is not recorded yet")
     return copy.deepcopy(load_cassette_any(path))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from harness.checks import run_check
 from harness.trajectory import Exchange, Trajectory, load_trajectory
 from tests.test_checks_support import (
@@ -106,6 +108,7 @@ def test_a_run_ending_on_tool_use_passes_and_says_so() -> None:
     assert result.evidence["unanswered_at_end"] == ["toolu_end"]
 
 
+@pytest.mark.real_cassettes
 def test_hand_written_history_in_the_first_request_is_checked() -> None:
     path = REAL / "openllmetry/test_messages/test_anthropic_tools_history_legacy.yaml"
     trajectory = load_trajectory(path)

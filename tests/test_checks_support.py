@@ -19,9 +19,10 @@ import anthropic
 import httpx2
 
 from harness.trajectory import Exchange, Trajectory
+from tests.conftest import REAL_CASSETTES as REAL
 
 REPO = Path(__file__).resolve().parents[1]
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real-cassettes"
+
 TOOL_ERROR_HAR = REAL / "mirascope/input/cassettes/tool-error/anthropic/handles-tool-execution-errors-and-retries.har"
 PARALLEL_TOOLS = REAL / "pydantic-ai/models/cassettes/test_anthropic/test_multiple_parallel_tool_calls.yaml"
 TOOL_SEARCH = REAL / "pydantic-ai/cassettes/test_tool_search/test_tool_search_eval[anthropic].yaml"
@@ -31,6 +32,8 @@ _ids = itertools.count(1)
 
 
 def real_cassettes() -> list[Path]:
+    """Every file of the real-recordings corpus; none where it is absent (tests that read it carry the
+    `real_cassettes` marker, which skips them there)."""
     return sorted(p for p in REAL.rglob("*") if p.suffix in (".yaml", ".har") and p.is_file())
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from harness.checks import run_check
 from harness.checks.answer import headings
 from harness.checks.dayflow import find_mention, item_terms
@@ -63,6 +65,7 @@ def test_regex_rules() -> None:
     assert not answer(brief(DAYFLOW_BRIEF), not_regex=[r"\d\d:\d\d"]).passed
 
 
+@pytest.mark.real_cassettes
 def test_no_final_answer_when_the_run_errored() -> None:
     path = REAL / "mirascope/input/cassettes/test_authentication_error/anthropic_claude_sonnet_4_0.yaml"
     result = answer(load_trajectory(path), contains=["x"])

@@ -88,7 +88,7 @@ def test_dropping_the_promotions_sentence_flips_the_check_at_the_final_step(proj
 
     divergence = case["divergence"]
     assert divergence["step"] == 1 and divergence["where"] == "request"
-    assert divergence["request"][0].startswith("system changed from") and divergence["response"] == []
+    assert divergence["request"][0].startswith("system changed") and divergence["response"] == []
     assert divergence["response_step"] == 2 and "## Offers" in divergence["later_response"][0]
     assert case["tool_sequence"]["changes"] == []
     assert "+## Offers" in case["answer_diff"]

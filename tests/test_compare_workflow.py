@@ -1,8 +1,8 @@
 """The README's prompt-change workflow, command for command, in a copy of a clean clone.
 
-    harness record dayflow-brief --print-system-prompt \\
+    harness record --demo dayflow-brief --print-system-prompt \\
       | sed 's/, and skip newsletters and promotions: they never belong in the brief//' > my_prompt.txt
-    harness record --system-prompt-file my_prompt.txt --cassettes candidates/
+    harness record --demo --system-prompt-file my_prompt.txt --cassettes candidates/
     harness compare cassettes/ candidates/ --json compare.json --markdown compare.md --html compare.html
 
 The harness commands run in-process through harness.cli.main; the sed between them runs as itself.
@@ -34,7 +34,7 @@ def test_the_readme_workflow_flips_promotions_filtered_at_the_final_step(
     monkeypatch.chdir(project)
 
     # 1. the prompt as it is, without the sentence about promotions
-    assert harness_main(["record", "dayflow-brief", "--print-system-prompt"]) == 0
+    assert harness_main(["record", "--demo", "dayflow-brief", "--print-system-prompt"]) == 0
     printed = capsys.readouterr().out
     assert printed == SYSTEM_PROMPT + "\n"
     edited = subprocess.run(["sed", SED], input=printed, capture_output=True, text=True, check=True).stdout
@@ -42,7 +42,8 @@ def test_the_readme_workflow_flips_promotions_filtered_at_the_final_step(
     assert edited.strip() == SYSTEM_PROMPT_NO_FILTER, "the sed leaves exactly the agent's no-filter prompt"
 
     # 2. candidate cassettes recorded against the simulator with that prompt
-    assert harness_main(["record", "--system-prompt-file", "my_prompt.txt", "--cassettes", "candidates/"]) == 0
+    argv = ["record", "--demo", "--system-prompt-file", "my_prompt.txt", "--cassettes", "candidates/"]
+    assert harness_main(argv) == 0
     recorded = capsys.readouterr().out
     assert "candidates/dayflow/brief.yaml: 2 steps, outcome ended (system prompt from my_prompt.txt)" in recorded
     assert "candidates/sql/self_correction.yaml: 3 steps, outcome ended (its own system prompt)" in recorded

@@ -41,6 +41,7 @@ def results_of(path: Path) -> dict[str, Any]:
 # --- harness eval --------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.real_cassettes
 def test_the_protocol_suite_passes_over_every_real_cassette(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "results.json"
     assert harness_main(["eval", str(REPO / "evals" / "protocol.yaml"), "--json", str(out)]) == 0
@@ -64,6 +65,7 @@ def test_no_path_runs_the_bundled_suites(monkeypatch: pytest.MonkeyPatch, capsys
     assert "suite protocol" in capsys.readouterr().out
 
 
+@pytest.mark.real_cassettes
 def test_a_failing_check_is_exit_1_with_its_reason(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     golden = write_golden(
         project, "wrong-ending", [{"check": "outcome", "params": {"stop_reason": "max_tokens"}}], [str(TOOL_ERROR_HAR)]
@@ -83,6 +85,7 @@ def test_a_failing_check_is_exit_1_with_its_reason(project: Path, capsys: pytest
     }
 
 
+@pytest.mark.real_cassettes
 def test_a_missing_cassette_is_an_error_case_and_exit_2(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write_golden(project, "ok", [{"check": "outcome"}], [str(TOOL_ERROR_HAR)])
     write_golden(project, "gone", [{"check": "outcome"}], ["cassettes/nowhere.yaml"])
@@ -122,6 +125,7 @@ def test_a_path_that_does_not_exist_is_exit_2(capsys: pytest.CaptureFixture[str]
     assert "/nonexistent/suite.yaml: no such suite file" in capsys.readouterr().err
 
 
+@pytest.mark.real_cassettes
 def test_failures_only_hides_passing_checks(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     golden = write_golden(
         project,
@@ -209,6 +213,7 @@ def test_bless_asks_on_a_terminal_and_refuses_without_one(
     assert json.loads(golden_path.read_text(encoding="utf-8"))["cassettes"] == ["cassettes/dayflow/brief.yaml"]
 
 
+@pytest.mark.real_cassettes
 def test_bless_a_real_recording_with_a_tool_error(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cassette = project / "cassettes" / "tool-error.har"
     cassette.parent.mkdir()
@@ -228,6 +233,7 @@ def test_bless_a_cassette_that_is_not_there_is_exit_2(project: Path, capsys: pyt
     assert "no such" in capsys.readouterr().err
 
 
+@pytest.mark.real_cassettes
 def test_the_golden_flag_swaps_the_golden_folder(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     suite = project / "evals" / "s.yaml"
     suite.parent.mkdir()
@@ -252,6 +258,7 @@ def test_the_golden_flag_swaps_the_golden_folder(project: Path, capsys: pytest.C
     assert results["cases"][0]["checks"][0]["reason"] == "step 2: 3 steps, over the limit of 1"
 
 
+@pytest.mark.real_cassettes
 def test_progress_is_reported_per_case(project: Path) -> None:
     from harness.evals.runner import run_suites
     from harness.evals.suite import discover_suites

@@ -262,7 +262,7 @@ def test_a_yaml_alias_bomb_is_refused_without_expanding_it(tmp_path: Path) -> No
     path.write_text(GOOD.replace("      max_tokens: 5\n", "      max_tokens: 5\n" + alias_bomb() + "\n"))
     assert path.stat().st_size < 2000
     for code, err, peak in harness_child(["show", str(path)], ["import", str(path), "--out", str(tmp_path / "out")],
-                                         ["chaos", str(path), "--at", "0", "--fault", "529", "--scenario",
+                                         ["chaos", "--demo", str(path), "--at", "0", "--fault", "529", "--scenario",
                                           "dayflow-brief"]):
         assert_refused(code, err, peak, str(path), "alias")
 
@@ -347,7 +347,7 @@ def test_a_cassette_that_is_a_symlink_to_an_endless_device_is_refused(tmp_path: 
     for code, err, peak in (show, imported):
         assert_refused(code, err, peak, str(link), "not a regular file")
     assert evaluated[0] == 2 and evaluated[2] < PEAK_RSS_MB, "eval: an error case, exit 2"
-    assert scanned[0] == 0 and scanned[2] < PEAK_RSS_MB, "scan reads regular files only: nothing to find"
+    assert scanned[0] == 2 and scanned[2] < PEAK_RSS_MB, "scan reads regular files only: nothing to scan"
 
 
 def test_a_cassette_that_is_a_named_pipe_does_not_hang(tmp_path: Path) -> None:

@@ -37,8 +37,7 @@ from harness.cassette.importer import (
 )
 from harness.cassette.wire import GZIP_MAGIC, MAX_DECOMPRESSED_BYTES, response_message
 from harness.errors import CassetteError
-
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "real-cassettes"
+from tests.conftest import require_real_cassettes
 
 OPENLLMETRY_JSON = "openllmetry/test_messages/test_anthropic_message_create_legacy.yaml"
 GZIP_SSE = "llm-anthropic/test_tools.yaml"
@@ -57,9 +56,7 @@ NO_HEADERS = ("openinference/openinference-instrumentation-anthropic/tests/openi
 
 @pytest.fixture
 def corpus() -> Path:
-    if not CORPUS.is_dir():
-        pytest.skip(f"the real-cassette corpus is not at {CORPUS} (it sits beside the repo checkout)")
-    return CORPUS
+    return require_real_cassettes()
 
 
 def raw_yaml(path: Path) -> Any:

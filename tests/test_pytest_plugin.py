@@ -101,7 +101,7 @@ def test_allowed(anthropic_client):
 ''')
     result = project.runpytest()
     result.assert_outcomes(passed=1, failed=1)
-    assert "1 recorded interaction(s) were never played (#2)" in result.stdout.str()
+    assert "1 recorded interaction was never played (#2)" in result.stdout.str()
 
 
 def test_network_is_blocked_in_mode_none_except_loopback(project: pytest.Pytester) -> None:

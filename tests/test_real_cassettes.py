@@ -33,11 +33,10 @@ from harness.cassette.importer import (
 from harness.cassette.recorder import use_cassette
 from harness.cassette.redact import REQUEST_HEADERS_KEPT, RESPONSE_HEADER_PREFIXES_KEPT, RESPONSE_HEADERS_KEPT
 from harness.cassette.wire import response_message
+from tests.conftest import REAL_CASSETTES as CORPUS
+from tests.conftest import corpus_params
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "real-cassettes"
-pytestmark = pytest.mark.skipif(
-    not CORPUS.is_dir(), reason=f"the real-cassette corpus is not at {CORPUS} (it sits beside the repo checkout)"
-)
+pytestmark = pytest.mark.real_cassettes
 
 # The SDK's error class for each `error.type` the API documents: chosen from the type, so that a status
 # code replayed wrongly cannot pass by accident.
@@ -122,7 +121,7 @@ def test_formats_match_the_sources_document() -> None:
                      HAR: per_format["F4"]}
 
 
-@pytest.mark.parametrize("path", FILES, ids=IDS)
+@pytest.mark.parametrize("path", corpus_params(FILES), ids=IDS or None)
 def test_every_file_imports_validates_and_round_trips(path: Path, tmp_path: Path) -> None:
     cassette = imported(path)
     validate(cassette.to_data(), file=path)
@@ -195,7 +194,7 @@ def send(client: anthropic.Anthropic, request: dict[str, Any]) -> tuple[str, dic
 
 @pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 @pytest.mark.filterwarnings("ignore:Using Claude with .*thinking:UserWarning")
-@pytest.mark.parametrize("path", FILES, ids=IDS)
+@pytest.mark.parametrize("path", corpus_params(FILES), ids=IDS or None)
 def test_every_interaction_replays_through_the_sdk(path: Path, tmp_path: Path) -> None:
     cassette = imported(path)
     saved = save_cassette(cassette, tmp_path / "replay.yaml")

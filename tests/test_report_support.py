@@ -114,7 +114,8 @@ def record_candidate(project: Path, folder: str = "candidates", *, trials: int |
     assert FILTER_SENTENCE in SYSTEM_PROMPT, "the prompt changed: update FILTER_SENTENCE"
     prompt = project / "no_filter.txt"
     prompt.write_text(SYSTEM_PROMPT.replace(FILTER_SENTENCE, ""), encoding="utf-8")
-    argv = ["record", "dayflow-brief", "--system-prompt-file", str(prompt), "--cassettes", str(project / folder)]
+    argv = ["record", "--demo", "dayflow-brief", "--system-prompt-file", str(prompt),
+            "--cassettes", str(project / folder)]
     if trials:
         argv += ["--trials", str(trials)]
     assert harness_main(argv) == 0

@@ -17,7 +17,7 @@ from harness_processes import start_serving_command
 from harness.cassette.format import CassetteFile, load_cassette, save_cassette
 from harness.cassette.recorder import CassetteMismatch, use_cassette
 from harness.cassette.sse import render_event
-from harness.errors import CassetteError
+from harness.errors import HarnessError
 from harness.httpserver import MISS_HEADER, write_recorded
 from harness.proxy import RecordingProxy
 from harness.serve import STATUS_PATH, ReplayServer
@@ -152,7 +152,9 @@ def test_a_miss_is_an_api_error_with_the_python_clients_diff(tmp_path: Path, cap
     assert response.headers[MISS_HEADER] == "1"
     body = response.json()
     assert body["type"] == "error" and body["error"]["type"] == "invalid_request_error"
-    assert body["error"]["message"] == str(python_miss.value)
+    served, python = body["error"]["message"].splitlines(), str(python_miss.value).splitlines()
+    assert served[:-1] == python[:-1], "the same diff as the Python client's"
+    assert "harness proxy --mode rewrite" in served[-1] and "use_cassette" in python[-1], "each its own flags"
     assert "messages[0].content changed from 'recorded question' to 'another question'" in body["error"]["message"]
     assert status["misses"][0]["message"] == body["error"]["message"]
     assert "harness serve: miss: POST /v1/messages" in capfd.readouterr().err
@@ -264,7 +266,7 @@ def test_recorded_timing_paces_head_and_events(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_missing_cassette_is_bad_input(tmp_path: Path) -> None:
-    with pytest.raises(CassetteError, match="record it first"):
+    with pytest.raises(HarnessError, match=r"absent\.yaml: no such cassette \(record one through harness proxy\)"):
         ReplayServer([tmp_path / "absent.yaml"])
 
 

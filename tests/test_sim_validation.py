@@ -7,7 +7,6 @@ Where no recording exists, the message wording is the one the real API is report
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -18,10 +17,8 @@ import pytest
 import yaml
 
 from harness.sim import Simulator
+from tests.conftest import require_real_cassettes
 
-CORPUS = Path(
-    os.environ.get("HARNESS_REAL_CASSETTES", Path(__file__).resolve().parents[2] / "shared/real-cassettes")
-)
 AUTH_401 = "mirascope/input/cassettes/test_authentication_error/anthropic_claude_sonnet_4_0.yaml"
 AUTH_401_STREAM = (
     "mirascope/input/cassettes/test_authentication_error_stream/anthropic_claude_sonnet_4_0.yaml"
@@ -41,10 +38,7 @@ TOOL = {
 
 
 def _corpus_file(relative: str) -> Path:
-    path = CORPUS / relative
-    if not path.exists():
-        pytest.skip(f"real-cassette corpus not found at {CORPUS} (set HARNESS_REAL_CASSETTES)")
-    return path
+    return require_real_cassettes() / relative
 
 
 def _recorded(relative: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:

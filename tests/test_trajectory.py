@@ -12,6 +12,7 @@ import pytest
 
 from harness.cli import main as harness_main
 from harness.trajectory import Exchange, Trajectory, load_trajectory
+from tests.conftest import corpus_params
 from tests.test_checks_support import (
     PARALLEL_TOOLS,
     REAL,
@@ -45,11 +46,13 @@ def _assert_valid(data: dict[str, Any]) -> None:
     assert not errors, [f"{list(e.absolute_path)}: {e.message}" for e in errors[:3]]
 
 
+@pytest.mark.real_cassettes
 def test_the_corpus_is_there() -> None:
     assert len(real_cassettes()) == 55
 
 
-@pytest.mark.parametrize("path", real_cassettes(), ids=lambda p: str(p.relative_to(REAL)))
+@pytest.mark.parametrize("path", corpus_params(real_cassettes()),
+                         ids=lambda p: str(p.relative_to(REAL)) if p else "corpus-absent")
 def test_every_real_cassette_gives_a_schema_valid_trajectory(path: Path) -> None:
     trajectory = load_trajectory(path)
     data = trajectory.to_dict()
@@ -61,6 +64,7 @@ def test_every_real_cassette_gives_a_schema_valid_trajectory(path: Path) -> None
     assert trajectory.source["path"] == str(path)
 
 
+@pytest.mark.real_cassettes
 def test_four_conversations_in_one_cassette_are_four_runs() -> None:
     trajectory = load_trajectory(TOOL_SEARCH)
     assert [len(run.steps) for run in trajectory.runs] == [3, 4, 2, 2]
@@ -74,6 +78,7 @@ def test_four_conversations_in_one_cassette_are_four_runs() -> None:
     assert trajectory.final_text == trajectory.runs[-1].steps[-1].text
 
 
+@pytest.mark.real_cassettes
 def test_parallel_tool_results_come_from_the_next_request() -> None:
     trajectory = load_trajectory(PARALLEL_TOOLS)
     first = trajectory.steps[0]
@@ -83,6 +88,7 @@ def test_parallel_tool_results_come_from_the_next_request() -> None:
     assert first.tool_calls[3].result.content == "daisy is bob's daughter and charlie's younger sister"
 
 
+@pytest.mark.real_cassettes
 def test_streamed_and_json_recordings_of_one_scenario_read_alike() -> None:
     base = REAL / "mirascope/output/cassettes/test_call_with_tools/anthropic_claude_sonnet_4_0"
     plain, streamed = load_trajectory(base / "sync.yaml"), load_trajectory(base / "stream.yaml")
@@ -91,6 +97,7 @@ def test_streamed_and_json_recordings_of_one_scenario_read_alike() -> None:
     assert streamed.steps[0].request["stream"] is True and plain.steps[0].request["stream"] is False
 
 
+@pytest.mark.real_cassettes
 def test_usage_keeps_kinds_apart_and_cache_counts() -> None:
     path = REAL / "openllmetry/test_prompt_caching/test_anthropic_prompt_caching_legacy.yaml"
     trajectory = load_trajectory(path)
@@ -99,12 +106,14 @@ def test_usage_keeps_kinds_apart_and_cache_counts() -> None:
     assert trajectory.usage.total == sum(s.usage.total for s in trajectory.steps)
 
 
+@pytest.mark.real_cassettes
 def test_server_tool_results_come_from_the_same_response() -> None:
     trajectory = load_trajectory(REAL / "llm-anthropic/test_web_search.yaml")
     (call,) = trajectory.tool_calls
     assert call.server and call.name == "web_search" and call.result is not None and call.result.step == 1
 
 
+@pytest.mark.real_cassettes
 def test_error_recordings_end_in_a_failed_request_with_every_try() -> None:
     path = REAL / "mirascope/input/cassettes/test_model_not_found/anthropic_claude_sonnet_4_0.yaml"
     trajectory = load_trajectory(path)
@@ -115,6 +124,7 @@ def test_error_recordings_end_in_a_failed_request_with_every_try() -> None:
     assert outcome is not None and (outcome.kind, outcome.status) == ("error", 404)
 
 
+@pytest.mark.real_cassettes
 def test_count_tokens_and_foreign_hosts_are_skipped_with_a_reason() -> None:
     trajectory = load_trajectory(REAL / "llm-anthropic/test_url_prompt.yaml")
     assert len(trajectory.skipped) == 2 and all("not a Messages API call" in s["reason"] for s in trajectory.skipped)
@@ -196,6 +206,7 @@ def test_a_tool_use_left_unanswered_at_the_end_has_no_result() -> None:
     assert call.result is None
 
 
+@pytest.mark.real_cassettes
 def test_select_runs() -> None:
     trajectory = load_trajectory(TOOL_SEARCH)
     assert [s.index for s in trajectory.select_runs(2).steps] == [4, 5, 6, 7]
@@ -243,6 +254,7 @@ def test_a_run_that_ends_on_an_error_keeps_its_tool_results(tmp_path: Path) -> N
 # --- harness show ---------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.real_cassettes
 def test_show_prints_steps_tool_calls_and_errors(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -255,6 +267,7 @@ def test_show_prints_steps_tool_calls_and_errors(
     assert "ended: stop_reason end_turn" in out and "cake is a lie" in out
 
 
+@pytest.mark.real_cassettes
 def test_show_json_is_the_schema_valid_trajectory(capsys: pytest.CaptureFixture[str]) -> None:
     assert harness_main(["show", str(TOOL_SEARCH), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -77,7 +77,7 @@ def test_group_cases_orders_trials_by_number() -> None:
 
 
 def test_record_trials_writes_one_cassette_per_trial_differing_in_ids_only(tmp_path: Path) -> None:
-    assert harness_main(["record", "dayflow-brief", "--trials", "3", "--cassettes", str(tmp_path)]) == 0
+    assert harness_main(["record", "--demo", "dayflow-brief", "--trials", "3", "--cassettes", str(tmp_path)]) == 0
     found = trial_paths(tmp_path / "dayflow" / "brief.yaml")
     assert [number for number, _ in found] == [1, 2, 3]
     assert not (tmp_path / "dayflow" / "brief.yaml").exists()
@@ -90,5 +90,5 @@ def test_record_trials_writes_one_cassette_per_trial_differing_in_ids_only(tmp_p
 
 
 def test_record_trials_must_be_positive(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert harness_main(["record", "dayflow-brief", "--trials", "0", "--cassettes", str(tmp_path)]) == 2
+    assert harness_main(["record", "--demo", "dayflow-brief", "--trials", "0", "--cassettes", str(tmp_path)]) == 2
     assert "--trials must be 1 or more" in capsys.readouterr().err

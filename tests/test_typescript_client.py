@@ -203,4 +203,4 @@ def test_typescript_client_gets_a_miss_with_the_diff(ts_recordings: dict, tmp_pa
     assert error["status"] == 400 and error["name"] == "BadRequestError"
     assert error["harness_miss"] == "1"
     assert "has no recording in this cassette" in error["message"]
-    assert "to 'Write my evening summary.'" in error["message"]
+    assert "Write my [-morning-]{+evening+} [-brief-]{+summary+}." in error["message"]  # the word diff

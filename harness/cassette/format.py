@@ -34,7 +34,7 @@ import jsonschema
 import yaml
 
 from harness.cassette.multipart import check_part_files, externalize_large_parts
-from harness.errors import CassetteError
+from harness.errors import CassetteError, absolute
 
 FORMAT_VERSION = 1
 MAX_CASSETTE_BYTES = 64 * 1024 * 1024  # a cassette is text a person reviews; anything larger is refused
@@ -326,7 +326,7 @@ def regular_file_size(path: Path) -> int:
     try:
         status = path.stat()
     except FileNotFoundError:
-        raise CassetteError("no such cassette", file=path) from None
+        raise CassetteError("no such cassette", file=absolute(path)) from None
     if not stat.S_ISREG(status.st_mode):
         raise CassetteError("not a regular file (a folder, a device or a pipe); a cassette is a file", file=path)
     return status.st_size
@@ -512,6 +512,27 @@ def dump_cassette(cassette: CassetteFile) -> str:
     )
 
 
+def _umask() -> int:
+    """The process's umask. Read where Linux shows it, else by setting and restoring it (not thread-safe, so
+    only as the fallback)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _file_mode(path: Path) -> int:
+    """The mode the written file gets: the old file's when it is replaced, else what open() would give
+    (0666 less the umask); mkstemp's 0600 would hide every cassette and report from the rest of a team."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_umask()
+
+
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write via a temp file in the same folder, fsync, rename: a reader sees the old file or the new one."""
     atomic_write_bytes(path, text.encode("utf-8"))
@@ -521,8 +542,10 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """`atomic_write_text` for bytes."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = _file_mode(path)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

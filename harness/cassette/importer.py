@@ -51,7 +51,7 @@ from harness.cassette.redact import (
 )
 from harness.cassette.sse import parse_sse
 from harness.cassette.wire import GZIP_MAGIC, BodyTooLarge, gunzip_bounded, store_body
-from harness.errors import CassetteError, HarnessError
+from harness.errors import CassetteError, HarnessError, absolute
 from harness.fingerprint import run_fingerprints
 
 HARNESS = "harness"  # ours already: loaded, not converted
@@ -113,7 +113,7 @@ def _starts_with_gzip(path: Path) -> bool:
         with path.open("rb") as handle:
             return handle.read(2) == GZIP_MAGIC
     except FileNotFoundError:
-        raise CassetteError("no such cassette", file=path) from None
+        raise CassetteError("no such cassette", file=absolute(path)) from None
     except IsADirectoryError:
         raise CassetteError("a folder, not a cassette file", file=path) from None
 

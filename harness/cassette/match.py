@@ -14,6 +14,7 @@ and only the others are parsed. Same bytes mean the same parsed body, so the ans
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -175,18 +176,59 @@ def _short(value: Any, limit: int = 80) -> str:
     return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
-def _string_change(old: str, new: str, limit: int = 70) -> str:
-    """Show the two strings from just before the first character where they part."""
-    start = 0
-    for a, b in zip(old, new, strict=False):
-        if a != b:
+_TOKENS = re.compile(r"\s+|\w+|[^\w\s]+")
+SHORT_TEXT = 60  # characters: both sides this short read best whole, "from 'x' to 'y'"
+CONTEXT_TOKENS = 10  # words and spaces kept either side of a change
+CHANGED_CHARS = 160  # of removed or added text, cut at a word boundary
+MAX_HUNKS = 3
+
+
+def _clip(text: str, limit: int = CHANGED_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    return text[: cut if cut > 0 else limit] + "…"
+
+
+def _context(tokens: list[str], *, first: bool, last: bool) -> str:
+    """Unchanged text around a change: a few words of it, cut between words, never inside one."""
+    if first and last:
+        return "".join(tokens)
+    if first:
+        return ("…" if len(tokens) > CONTEXT_TOKENS else "") + "".join(tokens[-CONTEXT_TOKENS:])
+    if last:
+        return "".join(tokens[:CONTEXT_TOKENS]) + ("…" if len(tokens) > CONTEXT_TOKENS else "")
+    if len(tokens) <= 2 * CONTEXT_TOKENS:
+        return "".join(tokens)
+    return "".join(tokens[:CONTEXT_TOKENS]) + "…" + "".join(tokens[-CONTEXT_TOKENS:])
+
+
+def word_diff(old: str, new: str) -> str:
+    """Where two texts differ, word by word: "…and skip [-newsletters-]{+everything+} in the brief…"."""
+    old_tokens, new_tokens = _TOKENS.findall(old), _TOKENS.findall(new)
+    opcodes = difflib.SequenceMatcher(None, old_tokens, new_tokens, autojunk=False).get_opcodes()
+    parts: list[str] = []
+    hunks = 0
+    for number, (tag, i1, i2, j1, j2) in enumerate(opcodes):
+        if tag == "equal":
+            parts.append(_context(old_tokens[i1:i2], first=number == 0, last=number == len(opcodes) - 1))
+            continue
+        hunks += 1
+        if hunks > MAX_HUNKS:
+            parts.append(f" … and {sum(op[0] != 'equal' for op in opcodes) - MAX_HUNKS} more changes")
             break
-        start += 1
-    lead = max(0, start - 20)
-    prefix = "…" if lead else ""
-    before = _short(prefix + old[lead : lead + limit], limit + 2)
-    after = _short(prefix + new[lead : lead + limit], limit + 2)
-    return f"from {before} to {after}"
+        removed, added = "".join(old_tokens[i1:i2]), "".join(new_tokens[j1:j2])
+        if removed:
+            parts.append(f"[-{_clip(removed)}-]")
+        if added:
+            parts.append(f"{{+{_clip(added)}+}}")
+    return "".join(parts).replace("\n", "⏎")  # one line per difference, line breaks still visible
+
+
+def _string_change(old: str, new: str) -> str:
+    if len(old) <= SHORT_TEXT and len(new) <= SHORT_TEXT:
+        return f"from {old!r} to {new!r}"
+    return f"([-recorded-]{{+now+}}): {word_diff(old, new)}"
 
 
 def diff_summary(recorded: Any, actual: Any, limit: int = 12) -> list[str]:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from unittest import mock
 from urllib.parse import urlsplit
 
@@ -49,6 +49,7 @@ from harness.cassette.match import (
     request_fingerprint,
     stored_request_body,
 )
+from harness.cassette.modes import MODES, Mode, placeholder_credential
 from harness.cassette.multipart import match_body_of
 from harness.cassette.redact import (
     Scrubber,
@@ -65,12 +66,35 @@ from harness.cassette.wire import body_bytes, store_body, stored_content_type
 from harness.errors import CassetteError
 from harness.fingerprint import run_fingerprints
 
-Mode = Literal["none", "once", "new_episodes", "all", "rewrite", "fork"]
-MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all", "rewrite", "fork")
 REPLAYED_HEADER = "x-harness-replayed"
 
 # Set while a replayed connection failure is being raised, so the SDK's retry waits zero seconds.
 _replaying_failure: contextvars.ContextVar[bool] = contextvars.ContextVar("replaying_failure", default=False)
+
+
+# What to do about a miss, in the words of the tool the user is running: its own flags, never another's.
+HINTS: dict[str, dict[str, str]] = {
+    "python": {
+        "miss": "If the change is intended, re-record: use_cassette(..., mode='rewrite'), or mode='new_episodes' "
+                "to keep what still matches.",
+        "repeat": "Pass allow_repeats=True to use_cassette to serve a recording again.",
+    },
+    "pytest": {
+        "miss": "If the change is intended, re-record: pytest --record-mode=rewrite, or --record-mode=new_episodes "
+                "to keep what still matches.",
+        "repeat": "Mark the test @pytest.mark.cassette(allow_repeats=True) to serve a recording again.",
+    },
+    "proxy": {
+        "miss": "If the change is intended, re-record: harness proxy --mode rewrite, or --mode new_episodes to keep "
+                "what still matches.",
+        "repeat": "harness proxy --mode new_episodes records it again.",
+    },
+    "serve": {
+        "miss": "If the change is intended, re-record through harness proxy --mode rewrite (or --mode new_episodes "
+                "to keep what still matches).",
+        "repeat": "Start harness serve with --allow-repeats to serve a recording again.",
+    },
+}
 
 
 class CassetteMismatch(anthropic.AnthropicError):
@@ -87,6 +111,7 @@ class CassetteMismatch(anthropic.AnthropicError):
         nearest_position: int | None = None,
         differences: Sequence[str] = (),
         change: Drift | None = None,
+        repeated: bool = False,
     ) -> None:
         self.cassette_path = cassette_path
         self.position = position
@@ -98,17 +123,19 @@ class CassetteMismatch(anthropic.AnthropicError):
         # The kind of change (harness.cassette.drift): which edit this miss comes from.
         self.change = change
         self.kind = change.kind if change is not None else None
-        lines = [f"{cassette_path}: request #{position + 1} ({method} {path}) {reason}"]
-        if change is not None and change.changes:
-            lines.append(f"Kind of change: {change.summary()}")
-        if nearest_position is not None and self.differences:
-            lines.append(f"Nearest recorded request is #{nearest_position + 1}; what changed (recorded -> now):")
+        self.repeated = repeated  # every recording of it was played already (not a changed request)
+        super().__init__(self.describe("python"))
+
+    def describe(self, tool: str = "python") -> str:
+        """The message, its hint naming the flags of `tool` (python, pytest, proxy or serve)."""
+        lines = [f"{self.cassette_path}: request #{self.position + 1} ({self.method} {self.path}) {self.reason}"]
+        if self.change is not None and self.change.changes:
+            lines.append(f"Kind of change: {self.change.summary()}")
+        if self.nearest_position is not None and self.differences:
+            lines.append(f"Nearest recorded request is #{self.nearest_position + 1}; what changed (recorded -> now):")
             lines.extend(f"  - {line}" for line in self.differences)
-        lines.append(
-            "If the change is intended, re-record: mode='rewrite' (or --record-mode=rewrite), "
-            "or 'new_episodes' to keep what still matches, or 'fork' to replay up to here and record the rest."
-        )
-        super().__init__("\n".join(lines))
+        lines.append(HINTS[tool]["repeat" if self.repeated else "miss"])
+        return "\n".join(lines)
 
 
 class AmbiguousCassette(CassetteError, anthropic.AnthropicError):
@@ -200,6 +227,7 @@ class Cassette:
         # Mode fork: the first request that had no recording, and how it differs from the nearest one.
         self.divergence: CassetteMismatch | None = None
         self.saved: Path | None = None  # where save() last wrote the cassette
+        self.served: list[dict[str, Any]] = []  # this run's exchanges in order, played or recorded
         self._secrets: set[str] = set()
         self._provenance: dict[str, Any] = {}
 
@@ -244,7 +272,7 @@ class Cassette:
                 found.position = self._any_played(found.fingerprint)
         if found.position is None and self.write_protected:
             miss = self.mismatch(found)
-            self.misses.append(miss)
+            self.misses.append(miss)  # kept: an agent loop may catch the error and end its run on it
             raise miss
         if found.position is None and self.mode == "fork" and self.existed and self.divergence is None:
             # The fork point: from here on every request of the run is sent and recorded.
@@ -260,6 +288,7 @@ class Cassette:
         if not self.play_counts[position]:
             self.played_order.append(position)
         self.play_counts[position] += 1
+        self.served.append(self.recorded.interactions[position])
         return self.recorded.interactions[position]
 
     def record(
@@ -313,6 +342,7 @@ class Cassette:
         self.new_interactions.append(interaction)
         if self.spans is not None:
             self.spans.recorded(interaction, elapsed_ms)
+        self.served.append(interaction)
 
     # -- in-process: what the transport patch calls ----------------------------------------------------------
     def answer(self, request: httpx2.Request, raw_body: bytes) -> httpx2.Response | None:
@@ -337,6 +367,14 @@ class Cassette:
                 else "connect" if isinstance(error, httpx2.ConnectError) else "disconnect")
         self.record(method=request.method, url=str(request.url), request_headers=request.headers.multi_items(),
                     request_body=raw_body, error={"kind": kind, "message": f"{type(error).__name__}: {error}"})
+
+    def this_run(self) -> CassetteFile:
+        """The run that just happened, from memory: each exchange as it was played or recorded, in order.
+
+        Not the file: on a first recording it is not written yet, and in new_episodes it holds the old run too.
+        """
+        meta = {**self.recorded.meta, **self._provenance}
+        return CassetteFile(meta=meta, interactions=list(self.served), path=self.path)
 
     # -- saving -------------------------------------------------------------------------------------------
     def interactions_to_save(self) -> list[dict[str, Any]]:
@@ -420,10 +458,10 @@ class Cassette:
         common = {"cassette_path": self.path, "position": found.position_in_run, "method": found.method,
                   "path": found.path}
         if already:
-            reason = (f"was recorded {len(already)} time(s) and every recording was already played "
-                      "(pass allow_repeats=True to serve it again)")
-            repeated = Change("other", "repeats", f"sent more often than the {len(already)} time(s) recorded")
-            return CassetteMismatch(**common, reason=reason, change=Drift.of(repeated))
+            times = "once" if len(already) == 1 else f"{len(already)} times"
+            reason = f"was recorded {times} and every recording was already played"
+            repeated = Change("other", "repeats", f"sent more often than the {times} recorded")
+            return CassetteMismatch(**common, reason=reason, change=Drift.of(repeated), repeated=True)
         nearest = nearest_recorded(found.method, found.path, found.body, recorded_requests, found.position_in_run)
         differences: list[str] = []
         change = Drift.of(Change("other", "cassette", "has no recorded request to compare with"))
@@ -691,6 +729,8 @@ class use_cassette:  # a class, so one object is both the context manager and th
             cassette = Cassette(self.path, self.mode, **options)
             cassette.spans = _cassette_spans(tracer_provider)
             patches = contextlib.ExitStack()
+            if cassette.write_protected:  # a replay: a client made inside needs no key (CI has none)
+                patches.enter_context(placeholder_credential())
             patches.enter_context(cassette.installed())
         except BaseException:
             if lock is not None:

@@ -20,6 +20,7 @@ import base64
 import binascii
 import json
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,8 @@ from harness.cassette.format import parse_yaml
 from harness.cassette.redact import find_secrets, stream_blocks
 from harness.cassette.sse import parse_sse
 from harness.cassette.wire import GZIP_MAGIC, BodyTooLarge, gunzip_bounded
-from harness.errors import HarnessError
+from harness.errors import HarnessError, absolute
+from harness.report._text import counted
 
 SCANNED_SUFFIXES = (".yaml", ".yml", ".json", ".har", ".txt", ".md", ".yaml.gz", ".yml.gz", ".json.gz", ".har.gz")
 _STRUCTURED = (".yaml", ".yml", ".json", ".har")
@@ -188,14 +190,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     missing = [p for p in args.paths if not p.exists()]
     if missing:
-        print("harness scan: no such path: " + ", ".join(map(str, missing)))
+        print("harness scan: no such path: " + ", ".join(absolute(p) for p in missing), file=sys.stderr)
+        return 2
+    count = len(list(_files(args.paths)))
+    if count == 0:  # a mistyped folder must not pass CI as "no secrets"
+        where = ", ".join(absolute(p) for p in args.paths)
+        print(f"harness scan: nothing to scan (no cassette or golden file) in {where}", file=sys.stderr)
         return 2
     findings = scan_paths(args.paths)
     for finding in findings:
         print(finding)
-    count = len(list(_files(args.paths)))
     if findings:
-        print(f"{len(findings)} secret-shaped string(s) in {count} file(s) scanned")
+        print(f"{counted(len(findings), 'secret-shaped string')} in {counted(count, 'file')} scanned")
         return 1
-    print(f"no secrets found in {count} file(s)")
+    print(f"no secrets found in {counted(count, 'file')}")
     return 0

@@ -29,8 +29,9 @@ from rich.syntax import Syntax
 
 from harness.cassette.format import atomic_write_text
 from harness.checks.answer import headings
-from harness.errors import GoldenError, HarnessError
-from harness.evals.golden import project_root, read_json, relative_to_root, validate_golden
+from harness.errors import GoldenError, HarnessError, absolute
+from harness.evals.golden import read_json, relative_to_root, validate_golden
+from harness.project import Project, load_project
 from harness.trajectory import Trajectory, load_trajectory
 
 __all__ = ["add_arguments", "default_golden_path", "merge_golden", "propose_checks", "run"]
@@ -43,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--golden",
         metavar="F",
-        help="golden file to write or update (default: golden/<path of the cassette under cassettes/>.json)",
+        help="golden file to write or update (default: golden/<path of the cassette under cassettes/>.json; "
+        "both folders as [tool.loop-harness] sets them)",
     )
     parser.add_argument("--yes", action="store_true", help="write without asking")
     parser.add_argument(
@@ -193,20 +195,19 @@ def merge_golden(
 # --- where it goes -------------------------------------------------------------------------------------------
 
 
-def default_golden_path(cassette: Path, root: Path) -> Path:
-    """golden/<the cassette's path under cassettes/>.json, or golden/<stem>.json for a cassette elsewhere."""
+def default_golden_path(cassette: Path, project: Project) -> Path:
+    """<golden>/<the cassette's path under the cassettes folder>.json, or <golden>/<stem>.json for one elsewhere."""
     cassette = cassette.resolve()
     try:
-        inside = cassette.relative_to((root / "cassettes").resolve())
+        inside = cassette.relative_to(project.cassettes.resolve())
     except ValueError:
-        return root / "golden" / f"{cassette.stem}.json"
-    return root / "golden" / inside.with_suffix(".json")
+        return project.golden / f"{cassette.stem}.json"
+    return project.golden / inside.with_suffix(".json")
 
 
-def _golden_name(path: Path, root: Path) -> str:
-    folder = (root / "golden").resolve()
+def _golden_name(path: Path, project: Project) -> str:
     try:
-        return path.resolve().relative_to(folder).with_suffix("").as_posix()
+        return path.resolve().relative_to(project.golden.resolve()).with_suffix("").as_posix()
     except ValueError:
         return path.stem
 
@@ -236,19 +237,22 @@ def run(args: argparse.Namespace) -> int:
     trajectory = load_trajectory(cassette)
     if not trajectory.runs:
         raise HarnessError("no Messages API call in this cassette: nothing to bless", file=cassette)
-    golden_path = Path(args.golden) if args.golden else default_golden_path(cassette, project_root(Path.cwd()))
-    root = project_root(_existing_ancestor(golden_path))
+    if not cassette.exists():
+        raise HarnessError("no such cassette", file=absolute(cassette))
+    golden_path = Path(args.golden) if args.golden else default_golden_path(cassette, load_project())
+    project = load_project(_existing_ancestor(golden_path))
+    root = project.root
     existing = None
     if golden_path.exists():
         existing, _ = read_json(golden_path)
         if not isinstance(existing, dict):
             raise GoldenError("a golden file must hold a JSON object", file=golden_path, where="$")
-    schema = root / "golden" / "schema.json"
+    schema = project.golden / "schema.json"
     schema_ref = relative_to_root(schema, golden_path.parent) if schema.exists() else None
     proposed = merge_golden(
         existing,
         trajectory,
-        name=_golden_name(golden_path, root),
+        name=_golden_name(golden_path, project),
         cassette_label=relative_to_root(cassette, root),
         headroom=args.headroom,
         schema_ref=schema_ref,

@@ -33,9 +33,10 @@ from typing import Any
 
 import jsonschema
 
-from harness.cassette.format import PROJECT_MARKERS, json_path, symlink_escape
+from harness.cassette.format import json_path, symlink_escape
 from harness.checks.registry import CHECKS, check_names
-from harness.errors import GoldenError
+from harness.errors import GoldenError, absolute
+from harness.project import project_root  # one rule for the root, shared by every command
 
 __all__ = [
     "Golden",
@@ -50,21 +51,6 @@ __all__ = [
 ]
 
 SCHEMA_ID = "https://loop-harness.local/schema/golden-v1.json"
-ROOT_MARKERS = PROJECT_MARKERS
-
-
-def project_root(start: Path) -> Path:
-    """The nearest folder at or above `start` holding pyproject.toml or .git; else `start` itself.
-
-    Paths written in golden and suite files are relative to it, so `cassettes/dayflow/brief.yaml` and
-    `../shared/real-cassettes/...` mean the same from any working directory.
-    """
-    start = start.resolve()
-    folder = start if start.is_dir() else start.parent
-    for candidate in (folder, *folder.parents):
-        if any((candidate / marker).exists() for marker in ROOT_MARKERS):
-            return candidate
-    return folder
 
 
 def inside_project(entry: str, root: Path, *, file: Path | None, where: str) -> Path:
@@ -234,7 +220,7 @@ def read_json(path: Path, error: type[GoldenError] = GoldenError) -> tuple[Any, 
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        raise error("no such file", file=path) from None
+        raise error("no such file", file=absolute(path)) from None
     except IsADirectoryError:
         raise error("a folder, not a JSON file", file=path) from None
     try:

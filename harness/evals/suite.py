@@ -8,7 +8,13 @@
         cassette: cassettes/dayflow/brief_stream.yaml  # this cassette instead of the golden's own
         id: dayflow-brief-stream                        # optional; must be unique
 
-Golden paths are relative to the golden folder (`--golden DIR`, default <root>/golden); cassette paths
+A suite that reads a folder which may be absent says so, and is skipped (with one line naming the
+folder) where it is not there; an environment variable may say where it is instead:
+
+    requires: {path: ../shared/real-cassettes, env: HARNESS_REAL_CASSETTES, what: the real-recordings corpus}
+
+Golden paths are relative to the golden folder (`--golden DIR`, default <root>/golden or `golden` in
+[tool.loop-harness]); cassette paths
 to the project root (the nearest folder with pyproject.toml or .git), so a suite reads the same from
 any working directory. `harness eval` also takes a golden file or a folder as a suite.
 """
@@ -16,7 +22,8 @@ any working directory. `harness eval` also takes a golden file or a folder as a 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -27,10 +34,11 @@ import jsonschema
 import yaml
 
 from harness.cassette.format import json_path
-from harness.errors import GoldenError
+from harness.errors import GoldenError, absolute
 from harness.evals.golden import Golden, inside_project, load_golden, project_root, relative_to_root
+from harness.project import load_project
 
-__all__ = ["Case", "Suite", "bundled_suite_dir", "discover_suites", "load_suite", "suite_schema"]
+__all__ = ["Case", "Suite", "discover_suites", "load_suite", "project_suites", "suite_schema"]
 
 SUITE_SUFFIXES = (".yaml", ".yml")
 
@@ -52,6 +60,27 @@ class Suite:
     cases: list[Case] = field(default_factory=list)
     description: str | None = None
     root: Path | None = None
+    skipped: str | None = None  # why the suite did not run (a folder it requires is absent), one line
+
+
+def _required_folder(requires: Mapping[str, str], root: Path) -> tuple[Path, Path]:
+    """(the folder as the goldens write it, where it is now): they differ when the env variable moves it."""
+    written = Path(os.path.normpath(root / requires["path"]))
+    moved = os.environ.get(requires["env"]) if requires.get("env") else None
+    return written, Path(moved).expanduser().absolute() if moved else written
+
+
+def _missing(requires: Mapping[str, str], actual: Path) -> str:
+    what = requires.get("what") or "a folder it requires"
+    hint = f" (set {requires['env']} to where it is)" if requires.get("env") else ""
+    return f"{what} not found at {actual}{hint}"
+
+
+def _moved(cassette: Path, written: Path, actual: Path) -> Path:
+    resolved = written.resolve()
+    if actual == written or not cassette.is_relative_to(resolved):
+        return cassette
+    return actual.resolve() / cassette.relative_to(resolved)
 
 
 @cache
@@ -64,7 +93,7 @@ def _read_suite(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise GoldenError("no such suite file", file=path) from None
+        raise GoldenError("no such suite file", file=absolute(path)) from None
     except UnicodeDecodeError as err:
         raise GoldenError(f"not UTF-8 text (byte {err.start})", file=path) from None
     try:
@@ -97,14 +126,22 @@ def load_suite(path: str | Path, *, golden_dir: str | Path | None = None) -> Sui
     if error is not None:
         raise GoldenError(error.message, file=path, where=json_path(error.absolute_path))
     root = project_root(path)
-    goldens = Path(golden_dir) if golden_dir is not None else root / "golden"
+    goldens = Path(golden_dir) if golden_dir is not None else load_project(root).golden
     suite = Suite(name=data["name"], path=path, description=data.get("description"), root=root)
+    written = actual = None
+    if "requires" in data:
+        written, actual = _required_folder(data["requires"], root)
+        if not actual.is_dir():
+            suite.skipped = _missing(data["requires"], actual)
+            return suite
     seen: dict[str, str] = {}
     for index, entry in enumerate(data["cases"]):
         golden_path = goldens / entry["golden"]
         if not golden_path.is_file():
             raise GoldenError(
-                f"golden {entry['golden']!r} not found in {goldens}", file=path, where=f"$.cases[{index}].golden"
+                f"golden {entry['golden']!r} not found in {absolute(goldens)}",
+                file=path,
+                where=f"$.cases[{index}].golden",
             )
         golden = load_golden(golden_path)
         cassettes = (
@@ -112,6 +149,8 @@ def load_suite(path: str | Path, *, golden_dir: str | Path | None = None) -> Sui
             if "cassette" in entry
             else golden.cassettes
         )
+        if written is not None and actual is not None:
+            cassettes = [_moved(cassette, written, actual) for cassette in cassettes]
         ids = [entry["id"]] if "id" in entry else _case_ids(golden, cassettes, root)
         for case_id, cassette in zip(ids, cassettes, strict=True):
             if case_id in seen:
@@ -152,13 +191,16 @@ def _golden_as_suite(path: Path) -> Suite:
     return Suite(name=golden.name, path=path, cases=cases, description=golden.description, root=root)
 
 
-def bundled_suite_dir(cwd: Path | None = None) -> Path | None:
-    """evals/ of the project the command runs in, else of the harness checkout itself; None if neither."""
-    for root in (project_root(cwd or Path.cwd()), Path(__file__).resolve().parents[2]):
-        candidate = root / "evals"
-        if candidate.is_dir():
-            return candidate
-    return None
+def project_suites(cwd: Path | None = None) -> list[Path]:
+    """What `harness eval` runs with no PATH: the project's suites (evals/, or `suites` in its configuration)."""
+    project = load_project(cwd)
+    missing = [path for path in project.suites if not path.exists()]
+    if missing:
+        raise GoldenError(
+            f"no PATH given and no suites at {', '.join(map(absolute, missing))}; give a suite, golden or folder, "
+            f"or set suites in {project.describe_config()}"
+        )
+    return list(project.suites)
 
 
 def discover_suites(paths: Iterable[str | Path], *, golden_dir: str | Path | None = None) -> list[Suite]:
@@ -180,7 +222,7 @@ def discover_suites(paths: Iterable[str | Path], *, golden_dir: str | Path | Non
         elif path.suffix == ".json":
             suites.append(_golden_as_suite(path))
         elif not path.exists():
-            raise GoldenError("no such file or folder", file=path)
+            raise GoldenError("no such file or folder", file=absolute(path))
         else:
             raise GoldenError("not a suite (.yaml), a golden (.json) or a folder of them", file=path)
     return suites

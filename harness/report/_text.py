@@ -84,3 +84,8 @@ def divergence_short(found: Mapping[str, Any] | None) -> str:
 def summary_cost_delta(summary: Mapping[str, Any]) -> str:
     text = signed(summary["cost_delta"], money=True)
     return text if summary.get("cost_delta_known", True) else f"{text} (priced cases only)"
+
+
+def counted(number: int, noun: str, plural: str | None = None) -> str:
+    """'1 case', '2 cases', '1,200 steps': the count with its noun, singular or plural."""
+    return f"{number:,} {noun if number == 1 else plural or noun + 's'}"

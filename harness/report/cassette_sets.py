@@ -28,7 +28,7 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.evals.golden import relative_to_root
 from harness.evals.runner import run_suites
-from harness.evals.suite import Case, Suite, bundled_suite_dir, discover_suites
+from harness.evals.suite import Case, Suite, discover_suites, project_suites
 from harness.report.trials import trial_case_id, trial_paths
 
 __all__ = ["anchor_folder", "case_runs", "results_for_folder", "results_for_suite_file", "suites_for"]
@@ -74,10 +74,7 @@ def case_runs(case: Case, cassette: Path, root: Path | None, *, keep_missing: bo
 
 def suites_for(paths: list[str] | None, golden_dir: str | None) -> list[Suite]:
     if not paths:
-        bundled = bundled_suite_dir()
-        if bundled is None:
-            raise HarnessError("no --suite given and no evals/ folder found in this project")
-        paths = [str(bundled)]
+        paths = [str(path) for path in project_suites()]
     return _unique(discover_suites(paths, golden_dir=golden_dir))
 
 

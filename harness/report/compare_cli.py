@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, absolute
 from harness.report.outputs import add_report_arguments, write_comparison_reports
 from harness.report.trials import DEFAULT_K
 
@@ -62,7 +62,7 @@ def _kind(path: Path) -> str:
     if path.is_dir():
         return "folder"
     if not path.exists():
-        raise HarnessError("no such file or folder", file=path)
+        raise HarnessError("no such file or folder", file=absolute(path))
     if path.suffix == ".json":
         return "results"
     if path.suffix in SUITE_SUFFIXES:
@@ -112,12 +112,11 @@ def _sides(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _print(comparison: Mapping[str, Any], console: Console) -> None:
-    from harness.report._text import divergence_short, side_text, signed, summary_cost_delta
+    """One line per case (status, the two sides, where the runs part, deltas), then every flip to fail with its
+    reason, then the summary. Plain lines, not a table: a CI log at 80 columns folds a table's cells."""
+    from harness.report._text import counted, divergence_short, side_text, signed, summary_cost_delta
 
     k = int(comparison["k"])
-    table = Table(title="harness compare", title_justify="left")
-    for column in ("case", "status", "baseline", "candidate", "flips", "diverges at", "Δ tokens", "Δ cost"):
-        table.add_column(column, overflow="fold")
     style = {
         "regressed": "bold red",
         "error": "bold magenta",
@@ -126,38 +125,36 @@ def _print(comparison: Mapping[str, Any], console: Console) -> None:
         "unchanged": "dim",
     }
     for case in comparison["cases"]:
-        flips = ", ".join(
-            f"{check['id']} {'→ fail' if check['flip'] == 'to_fail' else '→ pass'}"
-            for check in case["checks"]
-            if check["flip"]
-        )
-        table.add_row(
-            case["id"],
-            f"[{style[case['status']]}]{case['status']}[/]",
-            side_text(case["baseline"], k),
-            side_text(case["candidate"], k),
-            flips or "-",
-            divergence_short(case["divergence"]),
-            signed((case["usage_delta"] or {}).get("total")),
-            signed(case["cost_delta"], money=True),
-        )
-    console.print(table)
+        sides = f"{side_text(case['baseline'], k)} → {side_text(case['candidate'], k)}"
+        parts = [sides]
+        divergence = divergence_short(case["divergence"])
+        if divergence != "–":
+            parts.append(f"diverges at {divergence}")
+        parts.append(f"Δ tokens {signed((case['usage_delta'] or {}).get('total'))}")
+        parts.append(f"Δ cost {signed(case['cost_delta'], money=True)}")
+        status = f"[{style[case['status']]}]{case['status']:9}[/]"
+        console.print(f"{status} {escape(case['id'])}: {escape(' · '.join(parts))}", soft_wrap=True)
+        for check in case["checks"]:
+            if check["flip"] == "to_pass":
+                console.print(f"          {escape(check['id'])} → pass", soft_wrap=True)
     for case in comparison["cases"]:
         for check in case["checks"]:
             if check["flip"] == "to_fail":
                 after = check["candidate"]
-                console.print(f"[bold red]FLIP[/] {case['id']} {check['id']}: {after['reason']}", highlight=False)
+                flip = f"{escape(case['id'])} {escape(check['id'])}: {escape(after['reason'])}"
+                console.print(f"[bold red]FLIP[/] {flip}", soft_wrap=True)
     summary = comparison["summary"]
     for side in ("baseline", "candidate"):
         missing = summary[f"only_in_{side}"]
         if missing:
-            console.print(f"only in the {side} (not compared): {', '.join(missing)}", highlight=False)
+            console.print(f"only in the {side} (not compared): {escape(', '.join(missing))}", soft_wrap=True)
     console.print(
-        f"[bold]{summary['cases']} case(s)[/]: {summary['regressed']} regressed, {summary['improved']} improved, "
-        f"{summary['changed']} changed, {summary['unchanged']} unchanged, {summary['errored']} errored · "
-        f"checks flipped to fail {summary['checks_flipped_to_fail']}, to pass {summary['checks_flipped_to_pass']} · "
-        f"Δ tokens {signed(summary['usage_delta']['total'])} · Δ cost {summary_cost_delta(summary)}",
-        highlight=False,
+        f"[bold]{counted(summary['cases'], 'case')}[/]: {summary['regressed']} regressed, "
+        f"{summary['improved']} improved, {summary['changed']} changed, {summary['unchanged']} unchanged, "
+        f"{summary['errored']} errored\nchecks flipped to fail {summary['checks_flipped_to_fail']}, to pass "
+        f"{summary['checks_flipped_to_pass']} · Δ tokens {signed(summary['usage_delta']['total'])} · "
+        f"Δ cost {summary_cost_delta(summary)}",
+        soft_wrap=True,
     )
 
 
@@ -175,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
         candidate_label=args.candidate,
         k=args.k,
     )
-    console = Console()
+    console = Console(highlight=False)
     _print(comparison, console)
     for path in write_comparison_reports(
         comparison, json_path=args.json_path, markdown=args.markdown, junit=args.junit, html=args.html

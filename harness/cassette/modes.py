@@ -1,0 +1,37 @@
+"""Record modes and the placeholder credential of replay: what the pytest plugin needs before any test runs.
+
+Kept apart from the recorder so that loading the plugin (every pytest session) does not import the
+anthropic SDK, httpx2 or vcrpy; they load when a test first uses a cassette.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Literal
+
+Mode = Literal["none", "once", "new_episodes", "all", "rewrite", "fork"]
+MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all", "rewrite", "fork")
+
+# Sent nowhere: in replay every request is answered from the cassette. It only lets the SDK build a client.
+PLACEHOLDER_API_KEY = "replay-key-not-a-secret"
+_CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+
+
+@contextlib.contextmanager
+def placeholder_credential() -> Iterator[None]:
+    """Set ANTHROPIC_API_KEY to a placeholder while inside, when no credential is set, so that a client
+    built in a replay (CI has no key) can be made; a credential that is set is left alone."""
+    if any(os.environ.get(name) for name in _CREDENTIAL_VARIABLES):
+        yield
+        return
+    previous = os.environ.get("ANTHROPIC_API_KEY")
+    os.environ["ANTHROPIC_API_KEY"] = PLACEHOLDER_API_KEY
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("ANTHROPIC_API_KEY", None)
+        else:
+            os.environ["ANTHROPIC_API_KEY"] = previous

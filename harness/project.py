@@ -1,0 +1,167 @@
+"""The project a command works in: its root, and its configuration in pyproject.toml.
+
+One rule for the root, used by every command, the eval suites and the pytest plugin: the nearest folder
+at or above a path holding pyproject.toml or .git. A path outside any such folder belongs to the
+project of the working directory, and a working directory outside any such folder is the root itself.
+Paths written in configuration, goldens and suites are relative to the root, so they read the same from
+any working directory.
+
+    [tool.loop-harness]
+    cassettes = "cassettes"        # where recordings live (default cassettes/)
+    golden = "golden"              # golden fixtures (default golden/)
+    suites = ["evals"]             # what `harness eval` runs with no PATH (default: evals/ when it
+                                   # exists, else the golden folder, each golden a suite of its own)
+
+    [tool.loop-harness.scenarios]  # `harness record NAME` runs NAME and records cassettes/NAME.yaml
+    brief = "myagent.scenarios:brief"   # a function taking an anthropic.Anthropic client
+
+Every key is optional; an unknown key or a value of the wrong type is an error naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+
+__all__ = ["CONFIG_TABLE", "Project", "ProjectScenario", "load_project", "project_root"]
+
+ROOT_MARKERS = ("pyproject.toml", ".git")
+CONFIG_TABLE = "tool.loop-harness"
+_KEYS = ("cassettes", "golden", "suites", "scenarios")
+
+
+def _marked_root(start: Path) -> Path | None:
+    start = start.absolute()
+    folder = start if start.is_dir() else start.parent
+    for candidate in (folder, *folder.parents):
+        if any((candidate / marker).exists() for marker in ROOT_MARKERS):
+            return candidate.resolve()
+    return None
+
+
+def project_root(start: str | Path | None = None) -> Path:
+    """The root of the project `start` (default: the working directory) belongs to. See the module doc."""
+    if start is not None:
+        found = _marked_root(Path(start))
+        if found is not None:
+            return found
+    return _marked_root(Path.cwd()) or Path.cwd().resolve()
+
+
+@dataclass(frozen=True)
+class Project:
+    root: Path
+    config_file: Path | None  # the pyproject.toml read, when it has a [tool.loop-harness] table
+    cassettes: Path
+    golden: Path
+    suites: tuple[Path, ...]
+    scenarios: Mapping[str, str] = field(default_factory=dict)  # name -> "module:function"
+
+    def describe_config(self) -> str:
+        """Where settings come from, for hints: the file's [tool.loop-harness], or where to put one."""
+        return f"[{CONFIG_TABLE}] in {self.config_file or self.root / 'pyproject.toml'}"
+
+    def scenario(self, name: str) -> ProjectScenario:
+        """The configured scenario `name`; an unknown name is an error listing the known ones."""
+        if name not in self.scenarios:
+            known = ", ".join(self.scenarios) or "none"
+            raise HarnessError(f"no scenario {name!r} in {self.describe_config()} (known: {known})")
+        return ProjectScenario(name, self.cassettes / f"{name}.yaml", self.scenarios[name], self.root)
+
+
+@dataclass(frozen=True)
+class ProjectScenario:
+    """One of the user's scenarios: `module:function`, called with an `anthropic.Anthropic` client.
+
+    `harness record` runs it and records `<cassettes>/<name>.yaml`; `harness chaos` replays it with a fault
+    (for that, the function returns the RunResult of `harness.run_loop`).
+    """
+
+    name: str
+    cassette_path: Path
+    target: str  # "module:function"
+    root: Path
+    max_retries: int = 2
+
+    def function(self) -> Callable[..., Any]:
+        module_name, _, attribute = self.target.partition(":")
+        if str(self.root) not in sys.path:  # the project's own modules import as they do in its tests
+            sys.path.insert(0, str(self.root))
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as err:
+            where = f"scenario {self.name!r}: cannot import {module_name!r} from {self.root}"
+            raise HarnessError(f"{where}: {err}") from None
+        function = getattr(module, attribute, None)
+        if not callable(function):
+            raise HarnessError(f"scenario {self.name!r}: {module_name} has no function {attribute!r}")
+        return function
+
+    def run(self, client: Any) -> Any:
+        return self.function()(client)
+
+
+def _string(value: Any, key: str, file: Path) -> str:
+    if not isinstance(value, str) or not value:
+        raise HarnessError(f"{key} must be a non-empty string, got {value!r}", file=file, where=f"[{CONFIG_TABLE}]")
+    return value
+
+
+def _table(file: Path) -> Mapping[str, Any] | None:
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise HarnessError(f"not UTF-8 text (byte {err.start})", file=file) from None
+    except tomllib.TOMLDecodeError as err:
+        raise HarnessError(f"not valid TOML: {err}", file=file) from None
+    table = data.get("tool", {}).get("loop-harness")
+    if table is not None and not isinstance(table, Mapping):
+        raise HarnessError("must be a table", file=file, where=f"[{CONFIG_TABLE}]")
+    return table
+
+
+@cache
+def _load(root: Path) -> Project:
+    file = root / "pyproject.toml"
+    table = _table(file) if file.is_file() else None
+    table = table or {}
+    unknown = sorted(set(table) - set(_KEYS))
+    if unknown:
+        raise HarnessError(f"unknown key(s) {', '.join(unknown)}; known: {', '.join(_KEYS)}", file=file,
+                           where=f"[{CONFIG_TABLE}]")
+    golden = root / _string(table.get("golden", "golden"), "golden", file)
+    suites = table.get("suites") or ["evals" if (root / "evals").exists() or not golden.exists() else str(golden)]
+    if isinstance(suites, str):
+        suites = [suites]
+    if not isinstance(suites, list):
+        raise HarnessError(f"suites must be a path or a list of paths, got {suites!r}", file=file,
+                           where=f"[{CONFIG_TABLE}]")
+    scenarios = table.get("scenarios", {})
+    if not isinstance(scenarios, Mapping):
+        raise HarnessError("scenarios must be a table of name = \"module:function\"", file=file,
+                           where=f"[{CONFIG_TABLE}.scenarios]")
+    for name, target in scenarios.items():
+        if not isinstance(target, str) or target.count(":") != 1 or not all(target.split(":")):
+            raise HarnessError(f"scenario {name!r} must be \"module:function\", got {target!r}", file=file,
+                               where=f"[{CONFIG_TABLE}.scenarios]")
+    return Project(
+        root=root,
+        config_file=file if table else None,
+        cassettes=root / _string(table.get("cassettes", "cassettes"), "cassettes", file),
+        golden=golden,
+        suites=tuple(root / _string(item, "suites", file) for item in suites),
+        scenarios=dict(scenarios),
+    )
+
+
+def load_project(start: str | Path | None = None) -> Project:
+    """The project `start` (default: the working directory) belongs to, with its configuration read."""
+    return _load(project_root(start))
