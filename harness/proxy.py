@@ -36,6 +36,7 @@ import filelock
 import httpx2
 
 from harness.cassette.recorder import Cassette, CassetteMismatch, Mode, lock_path
+from harness.cassette.rule_options import add_rule_arguments, rules_from_arguments
 from harness.cassette.sse import SSE_CONTENT_TYPE, parse_sse
 from harness.errors import HarnessError
 from harness.httpserver import (
@@ -151,7 +152,8 @@ class RecordingProxy(LoopbackServer):
         miss: CassetteMismatch | None = None
         with self._lock:
             try:
-                found = self.cassette.lookup(request.method, request.path, request.query, request.body)
+                found = self.cassette.lookup(request.method, request.path, request.query, request.body,
+                                             request.headers)
                 if found.position is not None:
                     interaction = self.cassette.play(found)
                     self.replayed += 1
@@ -259,6 +261,11 @@ class RecordingProxy(LoopbackServer):
             self.cassette.record(method=request.method, url=self._origin + request.target,
                                  request_headers=request.headers, request_body=request.body,
                                  elapsed_ms=elapsed_ms, **outcome)
+            rejected = self.cassette.rejected[-1] if self.cassette.rejected else None
+            if rejected is not None and rejected["position"] == self.recorded - 1:
+                self._log(f"warning: the upstream refused request #{self.recorded} (400: {rejected['message']}); "
+                          "the client may retry with a changed request. Both are in the cassette: check that the "
+                          "recording is the run you meant", always=True)
             self._save()
 
     def _save(self) -> None:
@@ -295,13 +302,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8766, help="port on 127.0.0.1; 0 picks a free one (default 8766)")
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="seconds to wait on the upstream (read timeout; default 600)")
+    add_rule_arguments(parser)
     parser.add_argument("--url-file", type=Path, help="write the proxy's base URL to this file once listening")
     parser.add_argument("--quiet", action="store_true", help="log only failures and misses")
 
 
 def run(args: argparse.Namespace) -> int:
     proxy = RecordingProxy(args.upstream, args.cassette, mode=args.mode, port=args.port, timeout=args.timeout,
-                           verbose=not args.quiet)
+                           verbose=not args.quiet, normalize=rules_from_arguments(args))
 
     def report() -> None:
         print(f"harness proxy: stopped; {proxy.recorded} exchanges recorded to {args.cassette}, "

@@ -25,6 +25,8 @@ import pytest
 from harness.cassette.recorder import MODES, Cassette, use_cassette
 
 _CASSETTE_KEY = pytest.StashKey[Cassette]()
+_AGENT_SDK_KEY = pytest.StashKey[Any]()
+_DRIFTS_KEY = pytest.StashKey[list[str]]()
 _FAILED_KEY = pytest.StashKey[bool]()
 
 
@@ -193,15 +195,61 @@ def async_anthropic_client(cassette: Cassette, harness_config: dict[str, Any]) -
 @pytest.fixture(autouse=True)
 def _harness_cassette_marker(request: pytest.FixtureRequest) -> None:
     # A test that carries the marker gets its cassette even if it asks for no fixture.
-    if request.node.get_closest_marker("cassette") is not None:
+    # (An Agent SDK test's requests come over HTTP from the CLI: the `agent_sdk` fixture serves its cassette.)
+    if request.node.get_closest_marker("cassette") is not None and "agent_sdk" not in request.fixturenames:
         request.getfixturevalue("cassette")
 
 
 # -- after the test body: stale interactions fail the test ------------------------------------------------
 
+_AGENT_SDK_OPTIONS = ("normalize", "upstream", "sim_policy", "allow_unused", "allow_rejected")
+
+
+@pytest.fixture
+def agent_sdk(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> Iterator[Any]:
+    """A Claude Agent SDK run against this test's cassette: `ClaudeAgentOptions(env=agent_sdk.env)`.
+
+    Replays through `harness serve` (record mode none, or once with the cassette present); records through
+    `harness proxy` in front of `upstream` (the live API, or "simulator") otherwise. Marker options:
+    normalize (a Normalization), match_policy ("strict" or "sequence"), upstream, sim_policy,
+    allow_unused, allow_rejected.
+    """
+    from harness.agent_sdk import AgentSdkSession
+    from harness.cassette.normalize import Normalization
+    from harness.errors import HarnessError
+
+    marker = request.node.get_closest_marker("cassette")
+    marker_options = dict(marker.kwargs) if marker else {}
+    path = marker_options.pop("path", None) or (marker.args[0] if marker and marker.args else None)
+    options = {**harness_config, **marker_options}
+    mode = options.pop("record_mode", None) or record_mode(request.config)
+    cassette_path = Path(path) if path else default_cassette_path(request.node)
+    if not cassette_path.is_absolute():
+        cassette_path = request.config.rootpath / cassette_path
+    rules = options.get("normalize") or Normalization()
+    if options.get("match_policy"):
+        rules = rules.merged(Normalization(policy=options["match_policy"]))
+    session = AgentSdkSession(cassette_path, mode, normalize=rules or None,
+                              **{k: v for k, v in options.items() if k in _AGENT_SDK_OPTIONS and k != "normalize"})
+    try:
+        session.start()
+    except HarnessError as err:
+        pytest.fail(str(err), pytrace=False)
+    request.node.stash[_AGENT_SDK_KEY] = session
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    result = yield
+    try:
+        result = yield
+    finally:
+        session = item.stash.get(_AGENT_SDK_KEY, None)
+        if session is not None:
+            _report_agent_sdk(item, session)
     active = item.stash.get(_CASSETTE_KEY, None)
     if active is not None and active.write_protected and not getattr(active, "allow_unused", False):
         unplayed = active.unplayed
@@ -213,6 +261,30 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
                 "@pytest.mark.cassette(allow_unused=True)."
             )
     return result
+
+
+def _report_agent_sdk(item: pytest.Item, session: Any) -> None:
+    """Drifts become warnings (and the terminal summary lists them); a miss, unplayed recordings or a
+    refused recorded request fail the test, in place of whatever error the CLI turned the miss into."""
+    import warnings
+
+    from harness.agent_sdk import HarnessDriftWarning
+
+    for drift in session.drifts:
+        text = f"{session.path}: {drift.describe()}"
+        warnings.warn(HarnessDriftWarning(text), stacklevel=1)
+        item.config.stash.setdefault(_DRIFTS_KEY, []).append(f"{item.nodeid}: {text}")
+    problems = session.problems()
+    if problems:
+        raise pytest.fail.Exception("\n\n".join(problems), pytrace=False)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    drifts = config.stash.get(_DRIFTS_KEY, [])
+    if drifts:
+        terminalreporter.section("loop-harness: tool-output drift served under matching policy 'sequence'")
+        for line in drifts:
+            terminalreporter.line(line)
 
 
 @pytest.hookimpl(wrapper=True)

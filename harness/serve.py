@@ -24,7 +24,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.cassette.normalize import Normalization
 from harness.cassette.recorder import Cassette, CassetteMismatch
+from harness.cassette.rule_options import add_rule_arguments, rules_from_arguments
 from harness.errors import HarnessError
 from harness.httpserver import (
     TIMINGS,
@@ -50,14 +52,15 @@ class ReplayServer(LoopbackServer):
     server_name = "harness-serve"
 
     def __init__(self, cassettes: Sequence[str | Path], *, port: int = 0, timing: Timing = "none",
-                 allow_repeats: bool = False, ignore_fields: Sequence[str] = (), verbose: bool = False) -> None:
+                 allow_repeats: bool = False, ignore_fields: Sequence[str] = (), verbose: bool = False,
+                 normalize: Normalization | None = None) -> None:
         super().__init__(port=port)
         if not cassettes:
             raise HarnessError("give at least one cassette to serve")
         if timing not in TIMINGS:
             raise HarnessError(f"timing {timing!r}: use one of {', '.join(TIMINGS)}")
-        self.cassettes = [Cassette(path, "none", allow_repeats=allow_repeats, ignore_fields=ignore_fields)
-                          for path in cassettes]
+        self.cassettes = [Cassette(path, "none", allow_repeats=allow_repeats, ignore_fields=ignore_fields,
+                                   normalize=normalize) for path in cassettes]
         self.timing: Timing = timing
         self.verbose = verbose
         self.requests = 0
@@ -85,11 +88,16 @@ class ReplayServer(LoopbackServer):
             self.requests += 1
             for cassette in self.cassettes:
                 try:
-                    found = cassette.lookup(request.method, request.path, request.query, request.body)
+                    found = cassette.lookup(request.method, request.path, request.query, request.body,
+                                            request.headers)
                 except CassetteMismatch as miss:
                     mismatches.append(miss)
                     continue
-                return cassette, cassette.play(found)
+                interaction = cassette.play(found)
+                if found.drift is not None:
+                    print(f"harness serve: drift: {cassette.path}: {found.drift.describe()}", file=sys.stderr,
+                          flush=True)
+                return cassette, interaction
             text = "\n\n".join(str(miss) for miss in mismatches)
             self.misses.append({"method": request.method, "path": request.path, "message": text})
         return text
@@ -107,6 +115,7 @@ class ReplayServer(LoopbackServer):
                         "played": [position for position, count in enumerate(cassette.play_counts) if count],
                         "unplayed": cassette.unplayed,
                         "play_counts": list(cassette.play_counts),
+                        "drifts": [drift.to_data() for drift in cassette.drifts],
                     }
                     for cassette in self.cassettes
                 ],
@@ -121,6 +130,8 @@ class ReplayServer(LoopbackServer):
             line = f"{entry['path']}: {len(entry['played'])} of {entry['interactions']} interactions played"
             if unplayed:
                 line += "; never played: " + ", ".join(f"#{position + 1}" for position in unplayed)
+            if entry["drifts"]:
+                line += f"; {len(entry['drifts'])} served despite tool-output drift (policy sequence)"
             lines.append(line)
         lines.append(f"{status['requests']} requests, {len(status['misses'])} misses")
         return "\n".join(lines)
@@ -136,13 +147,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="serve a recording again once every recording of that request was played")
     parser.add_argument("--ignore-field", action="append", default=[], metavar="DOTTED.PATH",
                         help="a request-body field left out of matching (repeatable), e.g. metadata.user_id")
+    add_rule_arguments(parser)
     parser.add_argument("--url-file", type=Path, help="write the server's base URL to this file once listening")
     parser.add_argument("--quiet", action="store_true", help="log only misses")
 
 
 def run(args: argparse.Namespace) -> int:
     server = ReplayServer(args.cassettes, port=args.port, timing=args.timing, allow_repeats=args.allow_repeats,
-                          ignore_fields=args.ignore_field, verbose=not args.quiet)
+                          ignore_fields=args.ignore_field, verbose=not args.quiet,
+                          normalize=rules_from_arguments(args))
     count = sum(len(cassette.play_counts) for cassette in server.cassettes)
     run_until_stopped(
         server,

@@ -27,7 +27,7 @@ from tests.conftest import REAL_CASSETTES, REPO
 CLI_FIRST_REQUEST: dict[str, Any] = {
     "model": "claude-sonnet-5",
     "messages": [
-        {"role": "user", "content": [{"type": "text", "text": "<system-reminder>\nAttribution ...\n</system-reminder>\n"},
+        {"role": "user", "content": [{"type": "text", "text": "<system-reminder>\nAttribution\n</system-reminder>"},
                                      {"type": "text", "text": "What does notes.txt say?"}]},
         {"role": "system", "content": [{"type": "text", "text": "<system-reminder>\n# Environment\n"
                                         " - Primary working directory: /tmp/work\n</system-reminder>"}]},

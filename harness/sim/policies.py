@@ -13,6 +13,7 @@ from typing import Any
 
 from harness.sim.conversation import Conversation, Reply, text_block, tool_use_block
 from harness.sim.dayflow import dayflow
+from harness.sim.read_file import read_file
 from harness.sim.sql import sql
 
 Policy = Callable[[Conversation], Reply]
@@ -101,6 +102,7 @@ POLICIES: dict[str, Policy] = {
     "refuse": refuse,
     "pause-turn": pause_turn,
     "context-window": context_window,
+    "read-file": read_file,
 }
 
 # tool name -> policy, for requests that name no policy
