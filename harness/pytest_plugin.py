@@ -244,12 +244,20 @@ def agent_sdk(request: pytest.FixtureRequest, harness_config: dict[str, Any]) ->
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    session = item.stash.get(_AGENT_SDK_KEY, None)
     try:
         result = yield
-    finally:
-        session = item.stash.get(_AGENT_SDK_KEY, None)
-        if session is not None:
-            _report_agent_sdk(item, session)
+    except BaseException:
+        # The CLI turns a replay miss into its own error after retrying degraded requests: the test fails
+        # on the first miss instead, with its diff. Any other failure of the test stands as it is.
+        miss = session.first_miss() if session is not None else None
+        if miss:
+            raise pytest.fail.Exception(_agent_sdk_problems(item, session), pytrace=False) from None
+        raise
+    if session is not None:
+        problems = _agent_sdk_problems(item, session)
+        if problems:
+            raise pytest.fail.Exception(problems, pytrace=False)
     active = item.stash.get(_CASSETTE_KEY, None)
     if active is not None and active.write_protected and not getattr(active, "allow_unused", False):
         unplayed = active.unplayed
@@ -263,9 +271,9 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     return result
 
 
-def _report_agent_sdk(item: pytest.Item, session: Any) -> None:
-    """Drifts become warnings (and the terminal summary lists them); a miss, unplayed recordings or a
-    refused recorded request fail the test, in place of whatever error the CLI turned the miss into."""
+def _agent_sdk_problems(item: pytest.Item, session: Any) -> str:
+    """Drifts become warnings (and the terminal summary lists them); the text of what must fail the test
+    (a miss, unplayed recordings, a refused recorded request), or "" when nothing must."""
     import warnings
 
     from harness.agent_sdk import HarnessDriftWarning
@@ -274,9 +282,7 @@ def _report_agent_sdk(item: pytest.Item, session: Any) -> None:
         text = f"{session.path}: {drift.describe()}"
         warnings.warn(HarnessDriftWarning(text), stacklevel=1)
         item.config.stash.setdefault(_DRIFTS_KEY, []).append(f"{item.nodeid}: {text}")
-    problems = session.problems()
-    if problems:
-        raise pytest.fail.Exception("\n\n".join(problems), pytrace=False)
+    return "\n\n".join(session.problems())
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -141,7 +141,11 @@ def test_a_changed_prompt_fails_with_the_first_miss_and_its_diff(project: pytest
     output = result.stdout.str()
     assert "the first request with no recording" in output
     assert "request #1 (POST /v1/messages) has no recording" in output
-    assert "changed from 'What does notes.txt say?' to 'What does notes.txt say about the code?'" in output
+    assert ("messages[0].content[1].text changed from '…t does notes.txt say?' "
+            "to '…t does notes.txt say about the code?'") in output
+    # The test fails on the first miss, not on whatever error the CLI made of it after its retries.
+    assert "FAILED test_app.py::test_reads_notes - Failed: the first request with no reco" in output
+    assert "Command failed with exit code" not in output
 
 
 def test_tool_output_drift_fails_under_strict(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
