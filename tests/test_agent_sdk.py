@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
 
-from harness import load_trajectory
+from harness import assert_trajectory, load_trajectory
 from harness.agent_sdk import AgentSdkSession
 from harness.cassette.format import load_cassette
 
@@ -233,6 +236,26 @@ def test_a_subagents_requests_are_steps_of_their_own(tmp_path: Path) -> None:
     agent_call = next(call for step in trajectory.steps for call in step.tool_calls if call.name == "Agent")
     assert "notes.txt says: The launch code is 4217." in str(agent_call.result)
     assert len(trajectory.steps) == 4  # main: delegate; subagent: read, answer; main: report
+    in_order = sorted(trajectory.steps, key=lambda step: step.index)
+    assert [step.run for step in in_order] == [1, 2, 2, 1]  # the subagent is a run of its own
+
+
+def test_show_checks_and_reports_work_on_a_session(tmp_path: Path) -> None:
+    path = _session_in(tmp_path, "Use a subagent to tell me what notes.txt says.")
+    shown = subprocess.run([sys.executable, "-m", "harness.cli", "show", str(path)], capture_output=True, text=True,
+                           env={**os.environ, "COLUMNS": "200"})
+    assert shown.returncode == 0, shown.stderr
+    assert '→ Read({"file_path":"$CWD/notes.txt"})' in shown.stdout and "2 run(s) · 4 step(s)" in shown.stdout
+    golden = {"name": "agent/read", "cassettes": [str(path)], "checks": [
+        {"check": "tool_ids_matched"}, {"check": "outcome", "params": {"stop_reason": "end_turn"}},
+        {"check": "trajectory_match", "params": {"expected": [{"name": "Agent"}, {"name": "Read"}]}}]}
+    assert_trajectory(path, golden)
+    (tmp_path / "golden.json").write_text(json.dumps(golden))
+    report = tmp_path / "report.md"
+    evaluated = subprocess.run([sys.executable, "-m", "harness.cli", "eval", str(tmp_path / "golden.json"),
+                                "--markdown", str(report)], capture_output=True, text=True)
+    assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
+    assert "3/3 checks passed" in report.read_text()
 
 
 def test_the_replay_env_points_the_cli_at_loopback_only(tmp_path: Path) -> None:
