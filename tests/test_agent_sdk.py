@@ -265,3 +265,16 @@ def test_the_replay_env_points_the_cli_at_loopback_only(tmp_path: Path) -> None:
     assert env["ANTHROPIC_BASE_URL"].startswith("http://127.0.0.1:")
     assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
     assert env["ANTHROPIC_API_KEY"] == "replay-key-not-a-secret"
+
+
+def _readme_example() -> str:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Record and replay a Claude Agent SDK app", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readme_example_records_then_replays(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_readme=_readme_example())
+    pytester.runpytest("--record-mode=once", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    assert (pytester.path / "cassettes" / "agent" / "read_notes.yaml").exists()
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)  # another tmp_path: another folder
