@@ -27,6 +27,9 @@ _EXPORTS: dict[str, str] = {
     "assert_trajectory": "harness.testing",
     "run_loop_async": "harness.loop",
     "TokenBudget": "harness.loop",
+    "Normalization": "harness.cassette.normalize",
+    "Substitution": "harness.cassette.normalize",
+    "AgentSdkSession": "harness.agent_sdk",
 }
 
 __all__ = ["__version__", *_EXPORTS]

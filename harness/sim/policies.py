@@ -3,7 +3,8 @@
 Choice, first match wins: a model name `sim-<policy>`; the header `x-harness-sim-policy`; the
 simulator's default policy; the tools in the request (read_inbox -> dayflow, query_db -> sql); echo.
 The misbehaving policies exist to trip the agent loop's guards: `repeat` (same tool call forever),
-`max-tokens`, `refuse`, `pause-turn` and `context-window`.
+`max-tokens`, `refuse`, `pause-turn` and `context-window`. `read-file` drives a coding agent (the Claude
+Code CLI) through its Read tool (see harness.sim.read_file).
 """
 
 from __future__ import annotations
