@@ -123,7 +123,7 @@ def harness_config() -> dict[str, Any]:
     return {}
 
 
-_CASSETTE_OPTIONS = ("ignore_fields", "scrubbers", "allow_repeats", "save_on_error", "note")
+_CASSETTE_OPTIONS = ("ignore_fields", "scrubbers", "allow_repeats", "save_on_error", "note", "normalize")
 
 
 @pytest.fixture

@@ -227,6 +227,9 @@ def test_the_trajectory_shows_the_cli_tool_call_with_its_result(tmp_path: Path) 
     assert "The launch code is 4217." in str(calls[0].result)
     assert trajectory.final_text == "notes.txt says: The launch code is 4217."
     assert all(step.usage.output > 0 for step in trajectory.steps)
+    assert all(any(block["type"] == "thinking" and block.get("thinking") for block in step.blocks)
+               for step in trajectory.steps)  # adaptive thinking, as the CLI asked for it
+    assert trajectory.cost_usd is not None and trajectory.cost_usd > 0
 
 
 def test_a_subagents_requests_are_steps_of_their_own(tmp_path: Path) -> None:
