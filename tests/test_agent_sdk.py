@@ -31,6 +31,8 @@ sdk = pytest.importorskip("claude_agent_sdk", reason="claude-agent-sdk is not in
                           "'loop-harness[agent-sdk]' (make test installs it)")
 
 pytest_plugins = ["pytester"]
+# Inner runs go to a subprocess: an in-process run would drop from sys.modules what it imported first
+# (httpcore2 among them), and later tests in this process would meet exception classes httpx2 does not map.
 
 EARLY_TZ, LATE_TZ = "Etc/GMT+12", "Etc/GMT-14"  # POSIX signs: GMT+12 is UTC-12
 NOTES = "The launch code is 4217.\n"
@@ -103,7 +105,7 @@ def _seen(project: pytest.Pytester) -> list[Any]:
 
 def _record(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     monkeypatch.setenv("APP_TZ", EARLY_TZ)
-    project.runpytest("--record-mode=once", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    project.runpytest_subprocess("--record-mode=once", "-p", "no:cacheprovider").assert_outcomes(passed=1)
     seen = _seen(project)
     (project.path / "seen.json").unlink()
     return seen
@@ -115,7 +117,7 @@ def _replay(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, **app: st
     monkeypatch.setenv("APP_HOME", "another-home")
     for name, value in app.items():
         monkeypatch.setenv(f"APP_{name.upper()}", value)
-    return project.runpytest("-p", "no:cacheprovider")
+    return project.runpytest_subprocess("-p", "no:cacheprovider")
 
 
 def test_a_session_with_a_tool_call_replays_elsewhere_on_another_day(project: pytest.Pytester,
@@ -177,7 +179,7 @@ def test_tool_output_drift_passes_under_sequence_with_a_warning(project: pytest.
 
 
 def test_a_missing_cassette_fails_the_test_naming_it(project: pytest.Pytester) -> None:
-    result = project.runpytest("-p", "no:cacheprovider")
+    result = project.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
     assert "read_notes.yaml" in result.stdout.str() and "record it first" in result.stdout.str()
 
@@ -278,6 +280,7 @@ def _readme_example() -> str:
 
 def test_the_readme_example_records_then_replays(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_readme=_readme_example())
-    pytester.runpytest("--record-mode=once", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    pytester.runpytest_subprocess("--record-mode=once", "-p", "no:cacheprovider").assert_outcomes(passed=1)
     assert (pytester.path / "cassettes" / "agent" / "read_notes.yaml").exists()
-    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)  # another tmp_path: another folder
+    # Another tmp_path: another folder.
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)

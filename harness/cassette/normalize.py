@@ -32,7 +32,7 @@ import os
 import re
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -412,10 +412,6 @@ def preset(name: str) -> Normalization:
         Substitution("$IS_GIT", pattern=r"Is a git repository: (\S+)", name="git repository"),
     )
     return Normalization(mask=("metadata.user_id",), substitutions=rules, presets=(name,))
-
-
-def with_machine(rules: Normalization, machine: Machine) -> Normalization:
-    return replace(rules, machine=machine)
 
 
 __all__ = [
