@@ -30,6 +30,9 @@ _EXPORTS: dict[str, str] = {
     "wait_for_batch": "harness.batches",
     "wait_for_batch_async": "harness.batches",
     "batch_trajectories": "harness.batches",
+    "Normalization": "harness.cassette.normalize",
+    "Substitution": "harness.cassette.normalize",
+    "AgentSdkSession": "harness.agent_sdk",
 }
 
 __all__ = ["__version__", *_EXPORTS]

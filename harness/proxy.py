@@ -44,6 +44,7 @@ from harness.cassette.journal import Journal, journal_path, read_journal
 from harness.cassette.lock import RecordingLock
 from harness.cassette.recorder import Cassette, CassetteMismatch, Mode
 from harness.cassette.redact import redact_target
+from harness.cassette.rule_options import add_rule_arguments, rules_from_arguments
 from harness.cassette.sse import SSE_CONTENT_TYPE, parse_sse
 from harness.errors import HarnessError
 from harness.httpserver import (
@@ -292,6 +293,11 @@ class RecordingProxy(LoopbackServer):
             self.cassette.record(method=request.method, url=self._origin + request.target,
                                  request_headers=request.headers, request_body=request.body,
                                  elapsed_ms=elapsed_ms, **outcome)
+            rejected = self.cassette.rejected[-1] if self.cassette.rejected else None
+            if rejected is not None and rejected["position"] == self.recorded - 1:
+                self._log(f"warning: the upstream refused request #{self.recorded} (400: {rejected['message']}); "
+                          "the client may retry with a changed request. Both are in the cassette: check that the "
+                          "recording is the run you meant", always=True)
             return len(self.cassette.new_interactions) - 1
 
     def _write_journal(self, position: int | None) -> None:
@@ -386,6 +392,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8766, help="port on 127.0.0.1; 0 picks a free one (default 8766)")
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="seconds to wait on the upstream (read timeout; default 600)")
+    add_rule_arguments(parser)
     parser.add_argument("--url-file", type=Path, help="write the proxy's base URL to this file once listening")
     parser.add_argument("--quiet", action="store_true", help="log only failures and misses")
     parser.add_argument("--secret-header", action="append", default=[], metavar="NAME",
@@ -399,7 +406,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     proxy = RecordingProxy(args.upstream, args.cassette, mode=args.mode, port=args.port, timeout=args.timeout,
                            verbose=not args.quiet, lock_timeout=args.lock_timeout,
-                           secret_headers=args.secret_header)
+                           secret_headers=args.secret_header,
+                           normalize=rules_from_arguments(args))
 
     def report() -> None:
         print(f"harness proxy: stopped; {proxy.recorded} exchanges recorded to {args.cassette}, "

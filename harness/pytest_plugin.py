@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from harness.cassette.recorder import Cassette
 
 _CASSETTE_KEY = pytest.StashKey["Cassette"]()
+_AGENT_SDK_KEY = pytest.StashKey[Any]()
+_DRIFTS_KEY = pytest.StashKey[list[str]]()
 _FAILED_KEY = pytest.StashKey[bool]()
 _PYTEST_RECORDING = "recording"  # pytest-recording's plugin name (its pytest11 entry point)
 
@@ -194,7 +196,7 @@ def harness_config() -> dict[str, Any]:
     return {}
 
 
-_CASSETTE_OPTIONS = ("ignore_fields", "scrubbers", "allow_repeats", "save_on_error", "note")
+_CASSETTE_OPTIONS = ("ignore_fields", "scrubbers", "allow_repeats", "save_on_error", "note", "normalize")
 
 
 @pytest.fixture
@@ -276,7 +278,8 @@ def async_anthropic_client(
 @pytest.fixture(autouse=True)
 def _harness_cassette_marker(request: pytest.FixtureRequest) -> None:
     # A test that carries the marker gets its cassette even if it asks for no fixture.
-    if request.node.get_closest_marker("cassette") is not None:
+    # (An Agent SDK test's requests come over HTTP from the CLI: the `agent_sdk` fixture serves its cassette.)
+    if request.node.get_closest_marker("cassette") is not None and "agent_sdk" not in request.fixturenames:
         request.getfixturevalue("cassette")
 
 
@@ -319,16 +322,65 @@ def _miss_failure(item: pytest.Item, active: Any, raised: BaseException | None) 
     return pytest.fail.Exception(mismatch.describe(tool) + _where(item, raised), pytrace=False)
 
 
+_AGENT_SDK_OPTIONS = ("normalize", "upstream", "sim_policy", "allow_unused", "allow_rejected")
+
+
+@pytest.fixture
+def agent_sdk(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> Iterator[Any]:
+    """A Claude Agent SDK run against this test's cassette: `ClaudeAgentOptions(env=agent_sdk.env)`.
+
+    Replays through `harness serve` (record mode none, or once with the cassette present); records through
+    `harness proxy` in front of `upstream` (the live API, or "simulator") otherwise. Marker options:
+    normalize (a Normalization), match_policy ("strict" or "sequence"), upstream, sim_policy,
+    allow_unused, allow_rejected.
+    """
+    from harness.agent_sdk import AgentSdkSession
+    from harness.cassette.normalize import Normalization
+    from harness.errors import HarnessError
+
+    marker = request.node.get_closest_marker("cassette")
+    marker_options = dict(marker.kwargs) if marker else {}
+    path = marker_options.pop("path", None) or (marker.args[0] if marker and marker.args else None)
+    options = {**harness_config, **marker_options}
+    mode = options.pop("record_mode", None) or record_mode(request.config)
+    cassette_path = Path(path) if path else default_cassette_path(request.node)
+    if not cassette_path.is_absolute():
+        cassette_path = request.config.rootpath / cassette_path
+    rules = options.get("normalize") or Normalization()
+    if options.get("match_policy"):
+        rules = rules.merged(Normalization(policy=options["match_policy"]))
+    session = AgentSdkSession(cassette_path, mode, normalize=rules or None,
+                              **{k: v for k, v in options.items() if k in _AGENT_SDK_OPTIONS and k != "normalize"})
+    try:
+        session.start()
+    except HarnessError as err:
+        pytest.fail(str(err), pytrace=False)
+    request.node.stash[_AGENT_SDK_KEY] = session
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     active = item.stash.get(_CASSETTE_KEY, None)
+    session = item.stash.get(_AGENT_SDK_KEY, None)
     try:
         result = yield
     except Exception as raised:
+        # The Claude Code CLI turns a replay miss into its own error after retrying degraded requests: the
+        # test fails on the first miss instead, with its diff. Any other failure of the test stands as it is.
+        if session is not None and session.first_miss():
+            raise pytest.fail.Exception(_agent_sdk_problems(item, session), pytrace=False) from None
         failure = _miss_failure(item, active, raised)
         if failure is not None:
             raise failure from None
         raise
+    if session is not None:
+        problems = _agent_sdk_problems(item, session)
+        if problems:
+            raise pytest.fail.Exception(problems, pytrace=False)
     # A miss the test swallowed fails it; under --drift-report it is the report's to count instead.
     failure = None if item.config.getoption("--drift-report", None) else _miss_failure(item, active, None)
     if failure is not None:
@@ -344,6 +396,28 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
                 "@pytest.mark.cassette(allow_unused=True)."
             )
     return result
+
+
+def _agent_sdk_problems(item: pytest.Item, session: Any) -> str:
+    """Drifts become warnings (and the terminal summary lists them); the text of what must fail the test
+    (a miss, unplayed recordings, a refused recorded request), or "" when nothing must."""
+    import warnings
+
+    from harness.agent_sdk import HarnessDriftWarning
+
+    for drift in session.drifts:
+        text = f"{session.path}: {drift.describe()}"
+        warnings.warn(HarnessDriftWarning(text), stacklevel=1)
+        item.config.stash.setdefault(_DRIFTS_KEY, []).append(f"{item.nodeid}: {text}")
+    return "\n\n".join(session.problems())
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    drifts = config.stash.get(_DRIFTS_KEY, [])
+    if drifts:
+        terminalreporter.section("loop-harness: tool-output drift served under matching policy 'sequence'")
+        for line in drifts:
+            terminalreporter.line(line)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -29,8 +29,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.cassette.normalize import Normalization
 from harness.cassette.recorder import Cassette, CassetteMismatch
 from harness.cassette.redact import redact_target
+from harness.cassette.rule_options import add_rule_arguments, rules_from_arguments
 from harness.errors import HarnessError, absolute
 from harness.httpserver import (
     TIMINGS,
@@ -61,7 +63,8 @@ class ReplayServer(LoopbackServer):
     server_name = "harness-serve"
 
     def __init__(self, cassettes: Sequence[str | Path], *, port: int = 0, timing: Timing = "none",
-                 allow_repeats: bool = False, ignore_fields: Sequence[str] = (), verbose: bool = False) -> None:
+                 allow_repeats: bool = False, ignore_fields: Sequence[str] = (), verbose: bool = False,
+                 normalize: Normalization | None = None) -> None:
         super().__init__(port=port)
         if not cassettes:
             raise HarnessError("give at least one cassette to serve")
@@ -70,7 +73,8 @@ class ReplayServer(LoopbackServer):
         for path in cassettes:  # before the recorder's own message, which speaks of use_cassette and pytest
             if not Path(path).exists():
                 raise HarnessError("no such cassette (record one through harness proxy)", file=absolute(path))
-        self.cassettes = [Cassette(path, "none", allow_repeats=allow_repeats, ignore_fields=ignore_fields)
+        self.cassettes = [Cassette(path, "none", allow_repeats=allow_repeats, ignore_fields=ignore_fields,
+                                   normalize=normalize)
                           for path in cassettes]
         self.timing: Timing = timing
         self.verbose = verbose
@@ -100,11 +104,16 @@ class ReplayServer(LoopbackServer):
             self.requests += 1
             for cassette in self.cassettes:
                 try:
-                    found = cassette.lookup(request.method, request.path, request.query, request.body, request.headers)
+                    found = cassette.lookup(request.method, request.path, request.query, request.body,
+                                            request.headers)
                 except CassetteMismatch as miss:
                     mismatches.append(miss)
                     continue
-                return cassette, cassette.play(found)
+                interaction = cassette.play(found)
+                if found.drift is not None:
+                    print(f"harness serve: drift: {cassette.path}: {found.drift.describe()}", file=sys.stderr,
+                          flush=True)
+                return cassette, interaction
             text = "\n\n".join(miss.describe("serve") for miss in mismatches)
             self.misses.append({"method": request.method, "path": redact_target(request.path), "message": text})
             owner = _likeliest(mismatches)
@@ -132,6 +141,7 @@ class ReplayServer(LoopbackServer):
                         "played": [position for position, count in enumerate(cassette.play_counts) if count],
                         "unplayed": cassette.unplayed,
                         "play_counts": list(cassette.play_counts),
+                        "drifts": [drift.to_data() for drift in cassette.drifts],
                     }
                     for cassette in self.cassettes
                 ],
@@ -146,6 +156,8 @@ class ReplayServer(LoopbackServer):
             line = f"{entry['path']}: {len(entry['played'])} of {entry['interactions']} interactions played"
             if unplayed:
                 line += "; never played: " + ", ".join(f"#{position + 1}" for position in unplayed)
+            if entry["drifts"]:
+                line += f"; {len(entry['drifts'])} served despite tool-output drift (policy sequence)"
             lines.append(line)
         lines.append(f"{status['requests']} requests, {len(status['misses'])} misses")
         return "\n".join(lines)
@@ -172,6 +184,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="serve a recording again once every recording of that request was played")
     parser.add_argument("--ignore-field", action="append", default=[], metavar="DOTTED.PATH",
                         help="a request-body field left out of matching (repeatable), e.g. metadata.user_id")
+    add_rule_arguments(parser)
     parser.add_argument("--url-file", type=Path, help="write the server's base URL to this file once listening")
     parser.add_argument("--quiet", action="store_true", help="log only misses")
     parser.add_argument("--drift-report", metavar="FILE",
@@ -181,7 +194,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     server = ReplayServer(args.cassettes, port=args.port, timing=args.timing, allow_repeats=args.allow_repeats,
-                          ignore_fields=args.ignore_field, verbose=not args.quiet)
+                          ignore_fields=args.ignore_field, verbose=not args.quiet,
+                          normalize=rules_from_arguments(args))
     count = sum(len(cassette.play_counts) for cassette in server.cassettes)
     run_until_stopped(
         server,

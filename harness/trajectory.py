@@ -582,32 +582,35 @@ class _Builder:
         self.threads: dict[str, dict[str, Any]] = {}
 
     def build(self, exchanges: Iterable[Exchange]) -> Trajectory:
-        run: Run | None = None
-        base = 0  # messages in the request of the run's last step: the next delta starts after them
-        pending: list[tuple[Exchange, list[dict[str, Any]]]] = []
-        previous: tuple[list[Any], bool] | None = None  # (skeleton, failed) of the previous request
-
+        # Per run: its messages at the last step (the next delta starts after them), the failed tries waiting
+        # for a message, and the (skeleton, failed) of its last request. A request continues the most recent
+        # run it extends, not only the one just before it: a coding agent's subagent (the Claude Code CLI's
+        # Agent tool) makes its own requests between two of the main conversation's, and each is its own run.
+        open_runs: list[_OpenRun] = []
         for exchange in exchanges:
             exchange = self._resolved(exchange)
             messages = _messages_of(exchange.request)
             skeleton = [_skeleton(message) for message in messages]
-            if run is None or run.label != exchange.label or not _continues(previous, skeleton):
-                self._close(run, pending, base)
-                run = Run(index=len(self.runs) + 1, label=exchange.label)
-                self.runs.append(run)
-                base, pending = 0, []
+            state = next((item for item in reversed(open_runs)
+                          if item.run.label == exchange.label and _continues(item.previous, skeleton)), None)
+            if state is None:
+                state = _OpenRun(Run(index=len(self.runs) + 1, label=exchange.label))
+                self.runs.append(state.run)
+                open_runs.append(state)
+            run = state.run
             if exchange.message is None:
-                pending.append((exchange, messages))
+                state.pending.append((exchange, messages))
             else:
-                attempts = [item.attempt() for item, _ in pending] + [exchange.attempt()]
-                step = self._step(run, exchange, messages, base, attempts)
+                attempts = [item.attempt() for item, _ in state.pending] + [exchange.attempt()]
+                step = self._step(run, exchange, messages, state.base, attempts)
                 run.steps.append(step)
                 if step.message_id is not None:
                     reply = {"role": "assistant", "content": step.blocks}
                     self.threads[step.message_id] = {**exchange.request, "messages": [*messages, reply]}
-                base, pending = len(messages), []
-            previous = (skeleton, exchange.message is None)
-        self._close(run, pending, base)
+                state.base, state.pending = len(messages), []
+            state.previous = (skeleton, exchange.message is None)
+        for state in open_runs:
+            self._close(state.run, state.pending, state.base)
         for each in self.runs:
             _attach_results(each)
         return Trajectory(runs=self.runs, source=self.source, skipped=self.skipped)
@@ -665,6 +668,14 @@ class _Builder:
 
 
 _THREAD_CREATE_ONLY = ("system", "tools")  # what a thread `continue` leaves out (anthropic SDK 2.x)
+
+
+@dataclass
+class _OpenRun:
+    run: Run
+    base: int = 0
+    pending: list[tuple[Exchange, list[dict[str, Any]]]] = field(default_factory=list)
+    previous: tuple[list[Any], bool] | None = None
 
 
 def _continues(previous: tuple[list[Any], bool] | None, skeleton: list[Any]) -> bool:

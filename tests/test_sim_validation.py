@@ -206,9 +206,9 @@ def test_roles_must_alternate(client: anthropic.Anthropic, role: str) -> None:
     )
 
 
-def test_system_role_in_messages(client: anthropic.Anthropic) -> None:
+def test_a_conversation_of_system_messages_only_has_no_first_user_turn(client: anthropic.Anthropic) -> None:
     body = {"model": "m", "max_tokens": 10, "messages": [{"role": "system", "content": "be nice"}]}
-    assert 'Unexpected role "system"' in _post(client, body).body["error"]["message"]
+    assert _post(client, body).body["error"]["message"] == 'messages: first message must use the "user" role'
 
 
 def _tool_turns(result_id: str = "toolu_a") -> list[dict[str, Any]]:

@@ -120,6 +120,13 @@ class RequestIndex:
         queue = self.queues.get(fingerprint)
         return queue.popleft() if queue else None
 
+    def discard(self, position: int) -> None:
+        """Take one recorded position out of whichever queue holds it (served by other means than its fingerprint)."""
+        for queue in self.queues.values():
+            if position in queue:
+                queue.remove(position)
+                return
+
 
 # ---------------------------------------------------------------------------------------------------
 # The nearest recorded request, and a diff a person can read

@@ -51,6 +51,13 @@ from harness.cassette.match import (
 )
 from harness.cassette.modes import MODES, Mode, placeholder_credential
 from harness.cassette.multipart import match_body_of
+from harness.cassette.normalize import (
+    CLAUDE_CODE_PRESET,
+    Applied,
+    Normalization,
+    is_claude_code,
+    response_events,
+)
 from harness.cassette.redact import (
     Scrubber,
     credentials_in,
@@ -62,8 +69,10 @@ from harness.cassette.redact import (
     redact_live_request,
     rewrite_request_id,
 )
+from harness.cassette.sequence import Drift as ToolResultDrift
+from harness.cassette.sequence import SequenceMatcher
 from harness.cassette.wire import body_bytes, store_body, stored_content_type
-from harness.errors import CassetteError
+from harness.errors import CassetteError, HarnessError
 from harness.fingerprint import run_fingerprints
 
 REPLAYED_HEADER = "x-harness-replayed"
@@ -167,11 +176,14 @@ class Lookup:
     raw_body: bytes | None
     position_in_run: int
     position: int | None = None
+    applied: Applied | None = None  # the normalization rules made concrete for this request
+    drift: ToolResultDrift | None = None  # set when the `sequence` policy served it despite a tool_result difference
 
     @functools.cached_property
     def body(self) -> Any:
-        """The body as matching reads it (parsed JSON, else text, else base64); parsed when first asked."""
-        return _json_or_raw(self.raw_body)
+        """The body as matching reads it (parsed JSON, else text, else base64, normalized); parsed when first asked."""
+        body = _json_or_raw(self.raw_body)
+        return self.applied.request(body) if self.applied is not None else body
 
 
 class Cassette:
@@ -195,6 +207,7 @@ class Cassette:
         note: str | None = None,
         secret_headers: Sequence[str] = (),
         rewrite_request_ids: bool = False,
+        normalize: Normalization | None = None,
     ) -> None:
         if mode not in MODES:
             raise CassetteError(f"unknown record mode {mode!r}; use one of {', '.join(MODES)}", file=path)
@@ -218,7 +231,16 @@ class Cassette:
             )
         else:
             self.recorded = CassetteFile(meta={}, interactions=[], path=self.path)
-        self.index = RequestIndex.build((i["request"] for i in self.recorded.interactions), self.ignore_fields)
+        self._user_rules = normalize
+        try:
+            stored = Normalization.from_data(self.recorded.meta.get("matching"), where="harness.matching")
+        except HarnessError as err:
+            raise CassetteError(str(err), file=self.path) from None
+        self.rules = stored.merged(normalize)
+        self.drifts: list[ToolResultDrift] = []
+        # Recorded 400 invalid_request_error answers: the upstream refused the shape the client sent.
+        self.rejected: list[dict[str, Any]] = []
+        self._build_index()
         self.play_counts = [0] * len(self.recorded.interactions)
         self.new_interactions: list[dict[str, Any]] = []
         self.requests_seen = 0
@@ -245,31 +267,67 @@ class Cassette:
         """Positions of recorded interactions that this run never asked for."""
         return [position for position, count in enumerate(self.play_counts) if count == 0]
 
+    # -- normalization (harness.cassette.normalize): hooks kept small, the rules live there --------------
+    @property
+    def _ignore(self) -> tuple[str, ...]:
+        return self.ignore_fields + self.rules.ignore
+
+    def _build_index(self) -> None:
+        requests = [self._matchable(i["request"]) for i in self.recorded.interactions]
+        self.index = RequestIndex.build(requests, self._ignore)
+        self._sequence = SequenceMatcher(requests, self._ignore) if self.rules.policy == "sequence" else None
+
+    def _matchable(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A recorded request as matching sees it: its body normalized like a live one's."""
+        if not self.rules.rewrites or "body" not in request:
+            return request
+        return {**request, "body": self.rules.for_request(request["body"]).request(request["body"])}
+
+    def _notice_client(self, headers: Any) -> None:
+        """The Claude Code CLI gets its preset, whatever the options said (stored from then on)."""
+        if headers is not None and CLAUDE_CODE_PRESET not in self.rules.presets and is_claude_code(
+                header_items(headers)):
+            self.rules = self.rules.with_preset(CLAUDE_CODE_PRESET)
+            self._build_index()
+
+    def _applied(self, raw_body: bytes | None) -> Applied | None:
+        if not self.rules.rewrites:
+            return None
+        parsed = _json_or_raw(raw_body)
+        return self.rules.for_request(parsed)
+
     # -- the transport-agnostic core: the transport patch, the proxy and the replay server all call these ---
     def lookup(self, method: str, path: str, query: str | None, raw_body: bytes | None,
-               headers: Any = ()) -> Lookup:
+               headers: Any = None) -> Lookup:
         """Register one request of the run and find the recording that answers it.
 
         `Lookup.position` is None when the request should go to the network (record modes); in a mode
         that may not record, a request with no recording raises CassetteMismatch here. `headers` (the
         request's, read only when the bytes are not a recorded request's) name the credentials it sent.
         """
+        self._notice_client(headers)
         found = Lookup(b"", method.upper(), path, query or "", raw_body, self.requests_seen)
-        known = self.index.known_fingerprint(method, path, query, raw_body)
+        found.applied = self._applied(raw_body)
+        # Byte for byte a recorded request (only when no rule rewrites bodies), else parse and match canonically.
+        known = None if found.applied else self.index.known_fingerprint(method, path, query, raw_body)
         if known is None:
-            # Not byte for byte a recorded request: parse it, redact it as the recorder would have
-            # written it (so a prompt holding a key matches, and no miss message shows the key), and
+            # Not byte for byte a recorded request: parse it (normalized), redact it as the recorder would
+            # have written it (so a prompt holding a key matches, and no miss message shows the key), and
             # match canonically. The credentials are the run's so far (a key one client sent may be pasted
             # in another's prompt); only read here, off the path of requests that match by their bytes.
-            self._secrets.update(credentials_in(header_items(headers), self.secret_headers))
+            self._secrets.update(credentials_in(header_items(headers or ()), self.secret_headers))
             found.query, found.body = redact_live_request(found.query, found.body, self._secrets, raw_body)
-            known = request_fingerprint(method, path, found.query, found.body, self.ignore_fields)
+            known = request_fingerprint(method, path, found.query, found.body, self._ignore)
         found.fingerprint = known
         self.requests_seen += 1
         if self.replays and self.divergence is None:
             found.position = self.index.peek(found.fingerprint)
             if found.position is None and self.allow_repeats:
                 found.position = self._any_played(found.fingerprint)
+            if found.position is None and self._sequence is not None:
+                found.drift = self._sequence.drifted(found, self.play_counts)
+                if found.drift is not None:
+                    found.position = found.drift.recorded_position
         if found.position is None and self.write_protected:
             miss = self.mismatch(found)
             self.misses.append(miss)  # kept: an agent loop may catch the error and end its run on it
@@ -280,16 +338,25 @@ class Cassette:
         return found
 
     def play(self, found: Lookup) -> dict[str, Any]:
-        """Mark the recording that answers `found` as played and return its interaction."""
-        position = self.index.take(found.fingerprint)
+        """Mark the recording that answers `found` as played and return its interaction (this run's values
+        put back where the recording holds placeholders)."""
+        if found.drift is not None:
+            position: int | None = found.drift.recorded_position
+            self.index.discard(position)
+            self.drifts.append(found.drift)
+        else:
+            position = self.index.take(found.fingerprint)
         if position is None:  # allow_repeats: serve a recording of it again
             position = found.position
         assert position is not None, "play() needs a lookup that found a recording"
         if not self.play_counts[position]:
             self.played_order.append(position)
         self.play_counts[position] += 1
-        self.served.append(self.recorded.interactions[position])
-        return self.recorded.interactions[position]
+        interaction = self.recorded.interactions[position]
+        if found.applied is not None and "response" in interaction:
+            interaction = {**interaction, "response": found.applied.expand(interaction["response"])}
+        self.served.append(interaction)
+        return interaction
 
     def record(
         self,
@@ -307,6 +374,7 @@ class Cassette:
         elapsed_ms: float | None = None,
     ) -> None:
         """Add one exchange as it happened: a response (body or SSE events) or a connection failure."""
+        self._notice_client(request_headers)
         request_items = header_items(request_headers)
         parsed = urlsplit(url)
         self._secrets.update(credentials_in(request_items, self.secret_headers))
@@ -319,6 +387,10 @@ class Cassette:
             stored_request["query"] = parsed.query
         stored_request["headers"] = keep_request_headers(request_items)
         store_body(stored_request, request_body)
+        applied = self.rules.for_request(stored_request["body"]) if (
+            self.rules.rewrites and "body" in stored_request) else None
+        if applied is not None:
+            stored_request["body"] = applied.request(stored_request["body"])
         interaction: dict[str, Any] = {"request": stored_request}
         response_items = header_items(response_headers)
         if error is not None:
@@ -333,7 +405,10 @@ class Cassette:
                 store_body(stored_response, response_body, content_type=content_type, allow_sse=True)
             if truncated:
                 stored_response["truncated"] = True
+            if applied is not None:
+                stored_response = normalized_response(stored_response, applied)
             interaction["response"] = stored_response
+            self._note_rejection(len(self.new_interactions), stored_response)
         if elapsed_ms is not None:
             interaction["elapsed_ms"] = round(elapsed_ms, 1)
         if not self.new_interactions:
@@ -386,9 +461,9 @@ class Cassette:
             kept = [self.recorded.interactions[position] for position in self.played_order]
         elif self.mode == "all":
             # Compared as written: a recording is renewed by the redacted form of the new one.
-            renewed = {fingerprint_of_stored(i["request"], self.ignore_fields) for i in fresh}
+            renewed = {fingerprint_of_stored(self._matchable(i["request"]), self._ignore) for i in fresh}
             kept = [i for i in self.recorded.interactions
-                    if fingerprint_of_stored(i["request"], self.ignore_fields) not in renewed]
+                    if fingerprint_of_stored(self._matchable(i["request"]), self._ignore) not in renewed]
         else:
             kept = list(self.recorded.interactions)
         if self.rewrite_request_ids:
@@ -422,6 +497,8 @@ class Cassette:
                                    re_recorded=len(interactions) - len(self.played_order),
                                    first_divergent_request=self.divergence.position + 1,
                                    change=self.divergence.change)
+        if self.rules:
+            meta["matching"] = self.rules.to_data()  # stored, so a reviewer sees what matching leaves out
         if self.note:
             meta["note"] = self.note
         cassette = CassetteFile(meta=meta, interactions=interactions, path=self.path)
@@ -446,15 +523,23 @@ class Cassette:
     # -- helpers ------------------------------------------------------------------------------------------
     def _any_played(self, fingerprint: bytes) -> int | None:
         for position, interaction in enumerate(self.recorded.interactions):
-            if fingerprint_of_stored(interaction["request"], self.ignore_fields) == fingerprint:
+            if fingerprint_of_stored(self._matchable(interaction["request"]), self._ignore) == fingerprint:
                 return position
         return None
 
+    def _note_rejection(self, position: int, response: dict[str, Any]) -> None:
+        """A 400 invalid_request_error: the upstream refused the client's request (the Claude Code CLI then
+        retries a degraded one). Kept in the cassette as it happened, and listed so that it is reported."""
+        body = response.get("body")
+        error = body.get("error") if isinstance(body, dict) else None
+        if response.get("status") == 400 and isinstance(error, dict) and error.get("type") == "invalid_request_error":
+            self.rejected.append({"position": position, "message": str(error.get("message", ""))})
+
     def mismatch(self, found: Lookup) -> CassetteMismatch:
         """The error for a request with no recording left, with a diff against the nearest recorded one."""
-        recorded_requests = [i["request"] for i in self.recorded.interactions]
+        recorded_requests = [self._matchable(i["request"]) for i in self.recorded.interactions]
         already = [p for p, r in enumerate(recorded_requests)
-                   if fingerprint_of_stored(r, self.ignore_fields) == found.fingerprint]
+                   if fingerprint_of_stored(r, self._ignore) == found.fingerprint]
         common = {"cassette_path": self.path, "position": found.position_in_run, "method": found.method,
                   "path": found.path}
         if already:
@@ -645,6 +730,16 @@ def _async_handler(real: Callable[..., Any]) -> Callable[..., Any]:
             raise
 
     return handle_async_request
+
+
+def normalized_response(stored: dict[str, Any], applied: Applied) -> dict[str, Any]:
+    """A stored response with this run's values (paths, ids) as placeholders; SSE deltas kept whole."""
+    out = dict(stored)
+    if "events" in out:
+        out["events"] = response_events(out["events"], applied)
+    if "body" in out:
+        out["body"] = applied.response_values(out["body"])
+    return out
 
 
 def _json_or_raw(body: bytes | None) -> Any:

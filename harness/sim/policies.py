@@ -3,6 +3,7 @@
 `echo` answers "You said: ..." and is only ever chosen by name (`sim-echo`): a Claude model id no
 policy claims is answered by `sim-auto`. The misbehaving policies exist to trip the agent loop's
 guards: `repeat` (same tool call forever), `max-tokens`, `refuse`, `pause-turn` and `context-window`.
+`read-file` drives a coding agent (the Claude Code CLI) through its Read tool (see harness.sim.read_file).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from harness.sim.conversation import Conversation, Reply, text_block, tool_use_block
 from harness.sim.dayflow import dayflow
+from harness.sim.read_file import read_file
 from harness.sim.sql import sql
 
 Policy = Callable[[Conversation], Reply]
@@ -100,6 +102,7 @@ POLICIES: dict[str, Policy] = {
     "refuse": refuse,
     "pause-turn": pause_turn,
     "context-window": context_window,
+    "read-file": read_file,
 }
 
 # tool name -> policy, for requests that name no policy

@@ -15,8 +15,22 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from harness.sim.request_shapes import check_request_shape, effort_levels
+
 _SCHEMA_DOCS = "https://docs.claude.com/en/docs/tool-use"
-EFFORT_LEVELS = ("high", "low", "max", "medium")  # the order the real message lists them in
+# Every level the installed SDK can send; the real 400 lists a model's levels in alphabetical order.
+EFFORT_LEVELS = tuple(sorted(effort_levels()))
+# "xhigh ... Not all models accept this level" (the SDK's docstring): the real API refused it for
+# claude-opus-4-6 (recorded in shared/real-cassettes); the models before it refuse it too.
+_NO_XHIGH_PREFIXES = ("claude-opus-4-6", "claude-opus-4-5", "claude-opus-4-1", "claude-opus-4-0", "claude-opus-4-2",
+                      "claude-sonnet-4", "claude-haiku-4", "claude-3")
+
+
+def model_effort_levels(model: Any) -> tuple[str, ...]:
+    """The effort levels a model accepts: all the SDK's, but xhigh only on models that take it."""
+    if isinstance(model, str) and model.startswith(_NO_XHIGH_PREFIXES):
+        return tuple(level for level in EFFORT_LEVELS if level != "xhigh")
+    return EFFORT_LEVELS
 
 
 @dataclass(frozen=True)
@@ -101,6 +115,7 @@ def _check(body: Any, *, require_max_tokens: bool) -> ApiError | None:
         _check_tool_blocks_need_tools,
         _check_unexpected_tool_results,
         _check_tool_uses_answered,
+        _check_shape,
     ):
         error = check(body)
         if error:
@@ -108,12 +123,19 @@ def _check(body: Any, *, require_max_tokens: bool) -> ApiError | None:
     return None
 
 
+def _check_shape(body: dict[str, Any]) -> ApiError | None:
+    # Last: the hand-written checks above word their 400s as the real API does; this one catches the rest.
+    problem = check_request_shape(body)
+    return _invalid(problem) if problem else None
+
+
 def _check_options(body: dict[str, Any]) -> ApiError | None:
     output_config = body.get("output_config")
     if isinstance(output_config, dict) and "effort" in output_config:
         effort = output_config["effort"]
-        if effort not in EFFORT_LEVELS:
-            levels = ", ".join(EFFORT_LEVELS)
+        supported = model_effort_levels(body.get("model"))
+        if effort is not None and effort not in supported:
+            levels = ", ".join(supported)
             return _invalid(
                 f"This model does not support effort level '{effort}'. Supported levels: {levels}."
             )
@@ -192,6 +214,12 @@ def _is_empty(content: Any) -> bool:
     return content is None or content == "" or content == []
 
 
+def _conversation(messages: list[Any]) -> list[tuple[int, Any]]:
+    """(index, message) of the user and assistant turns: `role: "system"` messages (which the SDK's
+    MessageParam allows) sit between turns without taking part in alternation or tool pairing."""
+    return [(index, m) for index, m in enumerate(messages) if not (isinstance(m, dict) and m.get("role") == "system")]
+
+
 def _check_message_shapes(body: dict[str, Any]) -> ApiError | None:
     messages = body["messages"]
     if not isinstance(messages, list):
@@ -199,20 +227,20 @@ def _check_message_shapes(body: dict[str, Any]) -> ApiError | None:
     if not messages:
         return _invalid("messages: at least one message is required")
     previous_role = None
+    turns = _conversation(messages)
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
             return _invalid(f"messages.{index}: Input should be a valid dictionary")
         role = message.get("role")
         if role == "system":
-            return _invalid(
-                'messages: Unexpected role "system". The Messages API accepts a top-level `system` '
-                'parameter, not "system" as an input message role.'
-            )
+            if _is_empty(message.get("content")) and not message.get("output_config"):
+                return _invalid(f"messages.{index}: a system message needs content or output_config")
+            continue
         if role not in ("user", "assistant"):
-            return _invalid(f"messages.{index}.role: Input should be 'user' or 'assistant'")
+            return _invalid(f"messages.{index}.role: Input should be 'user', 'assistant' or 'system'")
         if "content" not in message:
             return _invalid(f"messages.{index}.content: Field required")
-        is_final_assistant = index == len(messages) - 1 and role == "assistant"
+        is_final_assistant = index == turns[-1][0] and role == "assistant"
         if _is_empty(message["content"]) and not is_final_assistant:
             return _invalid(
                 f"messages.{index}: all messages must have non-empty content except for the optional "
@@ -221,7 +249,7 @@ def _check_message_shapes(body: dict[str, Any]) -> ApiError | None:
         for block in _blocks(message):
             if isinstance(block, dict) and block.get("type") == "text" and not block.get("text"):
                 return _invalid("messages: text content blocks must be non-empty")
-        if index == 0 and role != "user":
+        if index == turns[0][0] and role != "user":
             return _invalid('messages: first message must use the "user" role')
         if role == previous_role:
             return _invalid(
@@ -229,6 +257,8 @@ def _check_message_shapes(body: dict[str, Any]) -> ApiError | None:
                 f'"{role}" roles in a row'
             )
         previous_role = role
+    if not turns:
+        return _invalid('messages: first message must use the "user" role')
     return None
 
 
@@ -250,11 +280,11 @@ def _check_tool_blocks_need_tools(body: dict[str, Any]) -> ApiError | None:
 
 
 def _check_unexpected_tool_results(body: dict[str, Any]) -> ApiError | None:
-    messages = body["messages"]
-    for index, message in enumerate(messages):
+    turns = _conversation(body["messages"])
+    for turn, (index, message) in enumerate(turns):
         if message["role"] != "user":
             continue
-        previous = messages[index - 1] if index > 0 else {}
+        previous = turns[turn - 1][1] if turn > 0 else {}
         offered = {block.get("id") for _, block in _typed(previous, "tool_use")}
         for position, block in _typed(message, "tool_result"):
             tool_use_id = block.get("tool_use_id")
@@ -268,14 +298,14 @@ def _check_unexpected_tool_results(body: dict[str, Any]) -> ApiError | None:
 
 
 def _check_tool_uses_answered(body: dict[str, Any]) -> ApiError | None:
-    messages = body["messages"]
-    for index, message in enumerate(messages):
+    turns = _conversation(body["messages"])
+    for turn, (index, message) in enumerate(turns):
         if message["role"] != "assistant":
             continue
         ids = [block.get("id") for _, block in _typed(message, "tool_use")]
         if not ids:
             continue
-        following = messages[index + 1] if index + 1 < len(messages) else {}
+        following_index, following = turns[turn + 1] if turn + 1 < len(turns) else (index + 1, {})
         answered = {block.get("tool_use_id") for _, block in _typed(following, "tool_result")}
         missing = [tool_use_id for tool_use_id in ids if tool_use_id not in answered]
         if missing:
@@ -291,7 +321,7 @@ def _check_tool_uses_answered(body: dict[str, Any]) -> ApiError | None:
             leading += 1
         if leading < len(ids):
             return _invalid(
-                f"messages.{index + 1}: Did not find {len(ids)} `tool_result` block(s) at the beginning of "
+                f"messages.{following_index}: Did not find {len(ids)} `tool_result` block(s) at the beginning of "
                 "this message. Messages following `tool_use` blocks must begin with a matching number of "
                 "`tool_result` blocks."
             )

@@ -1,0 +1,134 @@
+"""Record and replay a Claude Agent SDK app: the SDK drives the Claude Code CLI as a subprocess, so its
+requests are recorded and replayed over HTTP (`harness proxy` / `harness serve`), not in-process.
+
+`AgentSdkSession` starts, for one run, the replay server over a cassette, or (when recording) the
+recording proxy in front of the live API or an in-process simulator, and gives the environment for
+`ClaudeAgentOptions(env=...)`. After the run, `problems()` says what must fail a test: the first miss
+(the CLI retries a refused request with a degraded one, so later misses only echo the first), a cassette
+whose interactions were not all played, or a recording in which the upstream refused the client's
+request (a 400 the CLI then worked around: the recording is not the run the app normally makes).
+Drifts served under the `sequence` policy are warnings, listed by `drifts`.
+
+    with AgentSdkSession("cassettes/read_notes.yaml", mode="none") as session:
+        options = ClaudeAgentOptions(cwd=work, env=session.env, allowed_tools=["Read"])
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from harness.cassette.normalize import Normalization
+from harness.cassette.recorder import Cassette, Mode
+from harness.cassette.sequence import Drift
+
+LIVE_API = "https://api.anthropic.com"
+SIMULATOR = "simulator"
+# The key sent in replay never leaves the machine; the CLI insists on having one.
+REPLAY_KEY = "replay-key-not-a-secret"
+
+
+class HarnessDriftWarning(UserWarning):
+    """A request served under the `sequence` policy although its tool output differs from the recording."""
+
+
+@dataclass
+class AgentSdkSession:
+    """One Agent SDK run against a cassette: replayed (mode none, or once with the file present) or recorded."""
+
+    path: Path
+    mode: Mode = "none"
+    normalize: Normalization | None = None
+    upstream: str | None = None  # record modes: a URL, or "simulator" for an in-process one
+    sim_policy: str | None = None  # the simulator's default policy when upstream is "simulator"
+    allow_unused: bool = False
+    allow_rejected: bool = False
+    _servers: list[Any] = field(default_factory=list, init=False, repr=False)
+    _main: Any = field(default=None, init=False, repr=False)  # the replay server or the recording proxy
+    base_url: str = field(default="", init=False)
+
+    replaying: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        self.path = Path(self.path)
+        # Decided once: after a recording the file exists, and the session is still the one that recorded it.
+        self.replaying = self.mode == "none" or (self.mode == "once" and self.path.exists())
+
+    @property
+    def cassette(self) -> Cassette | None:
+        if self._main is None:
+            return None
+        return self._main.cassettes[0] if hasattr(self._main, "cassettes") else self._main.cassette
+
+    def start(self) -> AgentSdkSession:
+        if self.replaying:
+            from harness.serve import ReplayServer
+
+            self._servers.append(ReplayServer([self.path], normalize=self.normalize).start())
+        else:
+            from harness.proxy import RecordingProxy
+
+            upstream = self.upstream or LIVE_API
+            if upstream == SIMULATOR:
+                from harness.sim import Simulator
+
+                simulator = Simulator(policy=self.sim_policy).start()
+                self._servers.append(simulator)
+                upstream = simulator.base_url
+            self._servers.append(RecordingProxy(upstream, self.path, mode=self.mode, normalize=self.normalize).start())
+        self._main = self._servers[-1]
+        self.base_url = self._main.base_url
+        return self
+
+    def stop(self) -> None:
+        while self._servers:
+            self._servers.pop().stop()
+
+    def __enter__(self) -> AgentSdkSession:
+        return self.start()
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.stop()
+
+    @property
+    def env(self) -> dict[str, str]:
+        """For `ClaudeAgentOptions(env=...)`: the CLI talks to this session's server, and to nothing else."""
+        key = os.environ.get("ANTHROPIC_API_KEY") if not self.replaying else None
+        return {
+            "ANTHROPIC_BASE_URL": self.base_url,
+            "ANTHROPIC_API_KEY": key or REPLAY_KEY,
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",  # no telemetry, update checks or other calls
+        }
+
+    # -- after the run ---------------------------------------------------------------------------------
+    @property
+    def drifts(self) -> list[Drift]:
+        return list(self.cassette.drifts) if self.cassette is not None else []
+
+    def first_miss(self) -> str | None:
+        misses = getattr(self._main, "misses", None) or []
+        return misses[0]["message"] if misses else None
+
+    def problems(self) -> list[str]:
+        """What must fail the test, most telling first."""
+        found: list[str] = []
+        miss = self.first_miss()
+        if miss:
+            found.append(f"the first request with no recording (the CLI's later retries only echo it):\n{miss}")
+        cassette = self.cassette
+        if cassette is None:
+            return found
+        if self.replaying and not miss and not self.allow_unused and cassette.unplayed:
+            numbers = ", ".join(f"#{p + 1}" for p in cassette.unplayed[:10])
+            found.append(f"{self.path}: {len(cassette.unplayed)} recorded interaction(s) were never played "
+                         f"({numbers}); re-record, or allow_unused=True")
+        if not self.replaying and cassette.rejected and not self.allow_rejected:
+            lines = [f"request #{r['position'] + 1}: 400 {r['message']}" for r in cassette.rejected]
+            found.append(f"{self.path}: the upstream refused the client's request and the client retried with a "
+                         "changed one; the cassette holds both, so it is not the run the app normally makes:\n  "
+                         + "\n  ".join(lines) + "\nFix the upstream (or pass allow_rejected=True to keep it).")
+        return found
