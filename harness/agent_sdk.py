@@ -24,6 +24,7 @@ from typing import Any
 from harness.cassette.normalize import Normalization
 from harness.cassette.recorder import Cassette, Mode
 from harness.cassette.sequence import Drift
+from harness.errors import CassetteError, absolute
 
 LIVE_API = "https://api.anthropic.com"
 SIMULATOR = "simulator"
@@ -66,6 +67,10 @@ class AgentSdkSession:
     def start(self) -> AgentSdkSession:
         if self.replaying:
             from harness.serve import ReplayServer
+
+            if not self.path.exists():  # said here, in pytest's words, before the server says it in its own
+                raise CassetteError("no cassette here, and record mode 'none' only replays; record it first "
+                                    "(pytest --record-mode=once)", file=absolute(self.path))
 
             self._servers.append(ReplayServer([self.path], normalize=self.normalize).start())
         else:

@@ -401,13 +401,11 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 def _agent_sdk_problems(item: pytest.Item, session: Any) -> str:
     """Drifts become warnings (and the terminal summary lists them); the text of what must fail the test
     (a miss, unplayed recordings, a refused recorded request), or "" when nothing must."""
-    import warnings
-
     from harness.agent_sdk import HarnessDriftWarning
 
     for drift in session.drifts:
         text = f"{session.path}: {drift.describe()}"
-        warnings.warn(HarnessDriftWarning(text), stacklevel=1)
+        item.warn(HarnessDriftWarning(text))  # recorded against the test, wherever the filters stand
         item.config.stash.setdefault(_DRIFTS_KEY, []).append(f"{item.nodeid}: {text}")
     return "\n\n".join(session.problems())
 

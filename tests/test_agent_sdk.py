@@ -146,8 +146,8 @@ def test_a_changed_prompt_fails_with_the_first_miss_and_its_diff(project: pytest
     output = result.stdout.str()
     assert "the first request with no recording" in output
     assert "request #1 (POST /v1/messages) has no recording" in output
-    assert ("messages[0].content[1].text changed from '…t does notes.txt say?' "
-            "to '…t does notes.txt say about the code?'") in output
+    assert ("messages[0].content[1].text changed from 'What does notes.txt say?' "
+            "to 'What does notes.txt say about the code?'") in output
     # The test fails on the first miss, not on whatever error the CLI made of it after its retries.
     assert "FAILED test_app.py::test_reads_notes - Failed: the first request with no reco" in output
     assert "Command failed with exit code" not in output
@@ -250,7 +250,7 @@ def test_show_checks_and_reports_work_on_a_session(tmp_path: Path) -> None:
     shown = subprocess.run([sys.executable, "-m", "harness.cli", "show", str(path)], capture_output=True, text=True,
                            env={**os.environ, "COLUMNS": "200"})
     assert shown.returncode == 0, shown.stderr
-    assert '→ Read({"file_path":"$CWD/notes.txt"})' in shown.stdout and "2 run(s) · 4 step(s)" in shown.stdout
+    assert '→ Read({"file_path":"$CWD/notes.txt"})' in shown.stdout and "2 runs · 4 steps" in shown.stdout
     golden = {"name": "agent/read", "cassettes": [str(path)], "checks": [
         {"check": "tool_ids_matched"}, {"check": "outcome", "params": {"stop_reason": "end_turn"}},
         {"check": "trajectory_match", "params": {"expected": [{"name": "Agent"}, {"name": "Read"}]}}]}

@@ -16,7 +16,7 @@ from inspect_ai.log import EvalLog, read_eval_log
 
 from harness.cli import main
 from harness.evals.runner import run_case
-from harness.evals.suite import bundled_suite_dir, discover_suites
+from harness.evals.suite import discover_suites, project_suites
 from harness.trajectory import load_trajectory
 from tests.conftest import REAL_CASSETTES, REPO
 
@@ -43,7 +43,7 @@ def _export(tmp_path: Path, *cassettes: Path, extra: tuple[str, ...] = (), name:
 
 def _bundled_checks(cassette: Path) -> list[dict[str, Any]]:
     """What `harness eval` finds for this cassette: the checks of the bundled cases that name it."""
-    suites = discover_suites([bundled_suite_dir()])
+    suites = discover_suites(project_suites(Path(__file__).resolve().parents[1]))
     return [check for suite in suites for case in suite.cases if case.cassette.resolve() == cassette.resolve()
             for check in run_case(case)["checks"]]
 

@@ -288,7 +288,7 @@ def test_a_miss_never_shows_the_live_secret(upstream: str, tmp_path: Path) -> No
     with use_cassette(path, mode="none"), pytest.raises(CassetteMismatch) as miss:
         changed.messages.create(model=MODEL, max_tokens=64,
                                 messages=[{"role": "user", "content": f"My setup: {new_key} {SHAPE_TEXT}"}])
-    assert "<redacted:anthropic-key:1>" in str(miss.value), "the diff shows the placeholder ..."
+    assert "<redacted:anthropic-key:" in str(miss.value), "the diff shows the placeholder ..."
     for secret in [new_key, *PLANTED]:
         assert secret[:16] not in str(miss.value), "... never the live secret"
 

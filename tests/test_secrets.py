@@ -328,3 +328,14 @@ def test_scan_exits_0_on_the_bundled_cassettes_and_goldens(tmp_path: Path, capsy
         run_conversation(upstream)  # a run that carried every secret form, redacted on its way to the disk
     assert main(["scan", str(cassettes), str(REPO / "golden"), str(planted)]) == 0, capsys.readouterr().out
     assert "no secrets found" in capsys.readouterr().out
+
+
+def test_loading_the_credential_shapes_leaves_the_process_warnings_where_they_were() -> None:
+    # detect-secrets calls logging.captureWarnings(True) when imported; a user's pytest run would lose its warnings.
+    import subprocess
+    import sys
+
+    code = ("import warnings\nbefore = warnings.showwarning\nfrom harness.cassette.redact import shapes\nshapes()\n"
+            "assert 'detect_secrets' in __import__('sys').modules\nassert warnings.showwarning is before\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

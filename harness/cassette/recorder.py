@@ -545,7 +545,7 @@ class Cassette:
         if already:
             times = "once" if len(already) == 1 else f"{len(already)} times"
             reason = f"was recorded {times} and every recording was already played"
-            repeated = Change("other", "repeats", f"sent more often than the {times} recorded")
+            repeated = Change("other", "repeats", f"sent more often than the {len(already)} time(s) recorded")
             return CassetteMismatch(**common, reason=reason, change=Drift.of(repeated), repeated=True)
         nearest = nearest_recorded(found.method, found.path, found.body, recorded_requests, found.position_in_run)
         differences: list[str] = []

@@ -131,11 +131,20 @@ _AWS_SECRET_PATTERN = "aws.{0,20}?"
 @functools.cache
 def shapes() -> tuple[Shape, ...]:
     """Every shape, ours first (they win a tie). detect-secrets is imported on first use: it costs 0.2 s."""
+    import warnings
     from importlib import import_module
 
+    # detect-secrets' logger calls logging.captureWarnings(True) when imported, which would send every later
+    # warning of the user's process (pytest's included) to logging instead of where it was going.
+    showwarning = warnings.showwarning
+    try:
+        plugins = {module: getattr(import_module(f"detect_secrets.plugins.{module}"), class_name)()
+                   for module, (class_name, _) in _DETECT_SECRETS_PLUGINS.items()}
+    finally:
+        warnings.showwarning = showwarning
     found = list(OWN_SHAPES)
-    for module, (class_name, kind) in _DETECT_SECRETS_PLUGINS.items():
-        plugin = getattr(import_module(f"detect_secrets.plugins.{module}"), class_name)()
+    for module, (_, kind) in _DETECT_SECRETS_PLUGINS.items():
+        plugin = plugins[module]
         for regex in plugin.denylist:
             if regex.pattern.startswith(_AWS_SECRET_PATTERN):
                 found.append(Shape("aws-secret-key", regex, 1))

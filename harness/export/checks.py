@@ -11,19 +11,19 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.errors import GoldenError, HarnessError
 from harness.evals.runner import run_case
-from harness.evals.suite import Case, bundled_suite_dir, discover_suites
+from harness.evals.suite import Case, discover_suites, project_suites
 
 
 def suite_cases(suite_paths: Sequence[str | Path] = (), *, golden_dir: str | Path | None = None) -> list[Case]:
     """The cases of the given suites, or of the project's evals/ when none are given (none when it has none)."""
     paths: list[str | Path] = list(suite_paths)
     if not paths:
-        bundled = bundled_suite_dir()
-        if bundled is None:
+        try:
+            paths = list(project_suites())
+        except GoldenError:  # a project with no suites: the export has no checks to add
             return []
-        paths = [bundled]
     return [case for suite in discover_suites(paths, golden_dir=golden_dir) for case in suite.cases]
 
 
