@@ -175,7 +175,8 @@ def test_a_gzip_bomb_in_a_foreign_body_is_refused_by_import_and_show(tmp_path: P
     assert bomb.stat().st_size < 2 * 1024 * 1024
     for code, err, peak in harness_child(["import", str(bomb), "--out", str(tmp_path / "out")], ["show", str(bomb)]):
         assert_refused(code, err, peak, str(bomb), "$.interactions[0].response.body", "inflates past")
-        assert peak < 200 + MAX_DECOMPRESSED_BYTES / 1024**2, "the bomb was inflated"
+        # 300 MB of process (the SDK, detect-secrets and friends) plus one capped body; the bomb is 512 MB.
+        assert peak < 300 + MAX_DECOMPRESSED_BYTES / 1024**2, "the bomb was inflated"
 
 
 def test_a_100_mb_cassette_is_refused_before_it_is_read(tmp_path: Path) -> None:
