@@ -15,6 +15,9 @@ any working directory.
     [tool.loop-harness.scenarios]  # `harness record NAME` runs NAME and records cassettes/NAME.yaml
     brief = "myagent.scenarios:brief"   # a function taking an anthropic.Anthropic client
 
+    [tool.loop-harness.matching]   # normalization rules for every cassette of the project (stored in each)
+    mask = ["metadata.user_id"]    # the keys of a cassette's `harness.matching` block (docs/cassette-format.md)
+
 Every key is optional; an unknown key or a value of the wrong type is an error naming the file and the key.
 """
 
@@ -35,7 +38,7 @@ __all__ = ["CONFIG_TABLE", "Project", "ProjectScenario", "load_project", "projec
 
 ROOT_MARKERS = ("pyproject.toml", ".git")
 CONFIG_TABLE = "tool.loop-harness"
-_KEYS = ("cassettes", "golden", "suites", "scenarios")
+_KEYS = ("cassettes", "golden", "suites", "scenarios", "matching")
 
 
 def _marked_root(start: Path) -> Path | None:
@@ -64,6 +67,7 @@ class Project:
     golden: Path
     suites: tuple[Path, ...]
     scenarios: Mapping[str, str] = field(default_factory=dict)  # name -> "module:function"
+    matching: Any = None  # harness.cassette.normalize.Normalization of [tool.loop-harness.matching], if any
 
     def describe_config(self) -> str:
         """Where settings come from, for hints: the file's [tool.loop-harness], or where to put one."""
@@ -152,6 +156,14 @@ def _load(root: Path) -> Project:
         if not isinstance(target, str) or target.count(":") != 1 or not all(target.split(":")):
             raise HarnessError(f"scenario {name!r} must be \"module:function\", got {target!r}", file=file,
                                where=f"[{CONFIG_TABLE}.scenarios]")
+    matching = None
+    if "matching" in table:
+        from harness.cassette.normalize import Normalization  # cheap: no SDK, no HTTP
+
+        try:
+            matching = Normalization.from_data(table["matching"], where=f"[{CONFIG_TABLE}.matching]")
+        except HarnessError as err:  # name the file too: the rule's own message names the key
+            raise HarnessError(str(err), file=file) from None
     return Project(
         root=root,
         config_file=file if table else None,
@@ -159,6 +171,7 @@ def _load(root: Path) -> Project:
         golden=golden,
         suites=tuple(root / _string(item, "suites", file) for item in suites),
         scenarios=dict(scenarios),
+        matching=matching,
     )
 
 

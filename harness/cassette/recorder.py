@@ -74,6 +74,7 @@ from harness.cassette.sequence import SequenceMatcher
 from harness.cassette.wire import body_bytes, store_body, stored_content_type
 from harness.errors import CassetteError, HarnessError
 from harness.fingerprint import run_fingerprints
+from harness.project import load_project
 
 REPLAYED_HEADER = "x-harness-replayed"
 
@@ -236,7 +237,9 @@ class Cassette:
             stored = Normalization.from_data(self.recorded.meta.get("matching"), where="harness.matching")
         except HarnessError as err:
             raise CassetteError(str(err), file=self.path) from None
-        self.rules = stored.merged(normalize)
+        # The project's rules ([tool.loop-harness.matching]) for every cassette in it, then the run's own.
+        project_rules = load_project(self.path.parent).matching
+        self.rules = stored.merged(project_rules).merged(normalize)
         self.drifts: list[ToolResultDrift] = []
         # Recorded 400 invalid_request_error answers: the upstream refused the shape the client sent.
         self.rejected: list[dict[str, Any]] = []
