@@ -317,6 +317,7 @@ def test_a_changed_prompt_fails_in_one_screen_with_a_word_diff(pytester: pytest.
     assert f"\n{pytester.path / 'cassettes' / 'brief.yaml'}: request #1 (POST /v1/messages) has no recording" in output
     assert "FAILED test_loop.py::test_brief - Failed: " in output
     assert "[-urgency-]{+importance+}" in output
+    assert "a request had no recording" not in output, "the miss is shown once, not again in a report section"
     assert "pytest --record-mode=rewrite" in output and "allow_repeats=True" not in output
     assert "(in test_loop.py:11)" in output
     assert "httpx2" not in output and "_base_client" not in output
