@@ -253,6 +253,36 @@ def _client_options(harness_config: dict[str, Any], simulator_url: str | None = 
     }
 
 
+_replay_tls: Any = None
+
+
+def _replay_tls_context() -> Any:
+    """One TLS context for every replayed client of the session, with no CA loaded.
+
+    The SDK's own httpx2 client loads the system's CA bundle (`load_verify_locations`, ~36 ms) each time a
+    client is built; replay never opens a TLS connection (the cassette answers at the transport, and mode none
+    blocks every host but loopback), so that cost bought nothing. This context still requires a verified
+    certificate and a matching host name, and trusts no CA: were a replayed request ever to reach TLS, the
+    handshake would fail rather than go out unverified. Recording modes keep the SDK's own client.
+    """
+    global _replay_tls
+    if _replay_tls is None:
+        import ssl
+
+        _replay_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # check_hostname and CERT_REQUIRED by default
+    return _replay_tls
+
+
+def _http_client_option(cassette: Cassette, asynchronous: bool) -> dict[str, Any]:
+    """`http_client=` for a replay-only cassette (the SDK's defaults, TLS set-up skipped); nothing otherwise."""
+    if getattr(cassette, "mode", None) != "none":
+        return {}
+    import anthropic
+
+    factory = anthropic.DefaultAsyncHttpxClient if asynchronous else anthropic.DefaultHttpxClient
+    return {"http_client": factory(verify=_replay_tls_context())}
+
+
 @pytest.fixture
 def anthropic_client(
     request: pytest.FixtureRequest, cassette: Cassette, harness_config: dict[str, Any]
@@ -260,7 +290,8 @@ def anthropic_client(
     """An `anthropic.Anthropic` whose calls go through this test's cassette."""
     import anthropic
 
-    client = anthropic.Anthropic(**_client_options(harness_config, _simulator_url(request)))
+    client = anthropic.Anthropic(**_client_options(harness_config, _simulator_url(request)),
+                                 **_http_client_option(cassette, asynchronous=False))
     yield client
     client.close()
 
@@ -272,7 +303,8 @@ def async_anthropic_client(
     """An `anthropic.AsyncAnthropic` whose calls go through this test's cassette (use it inside any loop)."""
     import anthropic
 
-    return anthropic.AsyncAnthropic(**_client_options(harness_config, _simulator_url(request)))
+    return anthropic.AsyncAnthropic(**_client_options(harness_config, _simulator_url(request)),
+                                    **_http_client_option(cassette, asynchronous=True))
 
 
 @pytest.fixture(autouse=True)

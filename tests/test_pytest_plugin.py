@@ -238,3 +238,73 @@ def test_not_retried():
     result = project.runpytest("--record-mode=once", "test_chaos_marker.py")
     assert "cassette faults= replays only" in result.stdout.str() + result.stderr.str()
     assert result.ret != pytest.ExitCode.OK
+
+
+TLS_COUNTER = '''
+import ssl
+import pytest
+
+@pytest.fixture
+def tls_loads(monkeypatch):
+    """Every CA load and default TLS context made from here on (requested before the client fixture)."""
+    calls = []
+    real_load, real_default = ssl.SSLContext.load_verify_locations, ssl.create_default_context
+    def load(self, *args, **kwargs):
+        calls.append("load_verify_locations")
+        return real_load(self, *args, **kwargs)
+    def default(*args, **kwargs):
+        calls.append("create_default_context")
+        return real_default(*args, **kwargs)
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", load)
+    monkeypatch.setattr(ssl, "create_default_context", default)
+    return calls
+
+def tls_of(client):
+    return client._client._transport._pool._ssl_context
+'''
+
+
+def test_replayed_clients_load_no_ca_and_recording_still_verifies(project: pytest.Pytester) -> None:
+    record(project, "hello")
+    project.makeconftest(TLS_COUNTER)
+    project.makepyfile(test_tls=ASK + '''
+import asyncio
+import ssl
+from conftest import tls_of
+
+@pytest.mark.cassette(path="cassettes/test_rec/test_it.yaml")
+def test_replay(tls_loads, anthropic_client):
+    assert tls_loads == [], "replay built its client without loading a CA bundle"
+    context = tls_of(anthropic_client)
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert context.cert_store_stats()["x509_ca"] == 0, "trusts no CA: a stray TLS handshake fails closed"
+    assert ask(anthropic_client, "hello") == "echo: hello"
+
+@pytest.mark.cassette(path="cassettes/test_rec/test_it.yaml")
+def test_replay_async(tls_loads, async_anthropic_client):
+    assert tls_loads == []
+    async def go():
+        message = await async_anthropic_client.messages.create(
+            model="claude-sonnet-5", max_tokens=32, messages=[{"role": "user", "content": "hello"}])
+        return message.content[0].text
+    assert asyncio.run(go()) == "echo: hello"
+
+@pytest.mark.cassette(path="cassettes/test_rec/test_it.yaml", allow_unused=True)
+def test_sessions_clients_share_one_context(anthropic_client):
+    from harness.pytest_plugin import _replay_tls_context
+    assert tls_of(anthropic_client) is _replay_tls_context()
+''')
+    project.runpytest("test_tls.py").assert_outcomes(passed=3)
+    project.makepyfile(test_tls_rec=ASK + '''
+import ssl
+from conftest import tls_of
+
+@pytest.mark.cassette(path="cassettes/rec/tls.yaml")
+def test_recording_verifies(tls_loads, anthropic_client):
+    assert "load_verify_locations" in tls_loads, "recording keeps the SDK's own verifying client"
+    context = tls_of(anthropic_client)
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert context.cert_store_stats()["x509_ca"] > 0
+    ask(FakeMessagesAPI().client(), "hi")
+''')
+    project.runpytest("--record-mode=once", "test_tls_rec.py").assert_outcomes(passed=1)
