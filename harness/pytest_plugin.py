@@ -199,11 +199,10 @@ def harness_config() -> dict[str, Any]:
 _CASSETTE_OPTIONS = ("ignore_fields", "scrubbers", "allow_repeats", "save_on_error", "note", "normalize")
 
 
-@pytest.fixture
-def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> Iterator[Cassette]:
-    """The active cassette: every Messages API call of the test is recorded to or replayed from it."""
-    from harness.cassette.recorder import use_cassette
-
+def _marked_cassette(
+    request: pytest.FixtureRequest, harness_config: dict[str, Any]
+) -> tuple[Path, dict[str, Any], str]:
+    """The test's cassette as its marker and harness_config say: its absolute path, the options, the mode."""
     marker = request.node.get_closest_marker("cassette")
     marker_options = dict(marker.kwargs) if marker else {}
     path = marker_options.pop("path", None) or (marker.args[0] if marker and marker.args else None)
@@ -212,6 +211,15 @@ def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> 
     cassette_path = Path(path) if path else default_cassette_path(request.node)
     if not cassette_path.is_absolute():
         cassette_path = request.config.rootpath / cassette_path
+    return cassette_path, options, mode
+
+
+@pytest.fixture
+def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> Iterator[Cassette]:
+    """The active cassette: every Messages API call of the test is recorded to or replayed from it."""
+    from harness.cassette.recorder import use_cassette
+
+    cassette_path, options, mode = _marked_cassette(request, harness_config)
     if mode == "none" and not cassette_path.exists():  # one screen, no traceback through the plugin
         pytest.fail(f"{cassette_path}: no cassette here, and mode 'none' only replays. Record it first: "
                     "pytest --record-mode=once (with a key, or ANTHROPIC_BASE_URL pointing at harness sim)",
@@ -370,14 +378,7 @@ def agent_sdk(request: pytest.FixtureRequest, harness_config: dict[str, Any]) ->
     from harness.cassette.normalize import Normalization
     from harness.errors import HarnessError
 
-    marker = request.node.get_closest_marker("cassette")
-    marker_options = dict(marker.kwargs) if marker else {}
-    path = marker_options.pop("path", None) or (marker.args[0] if marker and marker.args else None)
-    options = {**harness_config, **marker_options}
-    mode = options.pop("record_mode", None) or record_mode(request.config)
-    cassette_path = Path(path) if path else default_cassette_path(request.node)
-    if not cassette_path.is_absolute():
-        cassette_path = request.config.rootpath / cassette_path
+    cassette_path, options, mode = _marked_cassette(request, harness_config)
     rules = options.get("normalize") or Normalization()
     if options.get("match_policy"):
         rules = rules.merged(Normalization(policy=options["match_policy"]))
