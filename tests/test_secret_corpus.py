@@ -20,9 +20,8 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -30,6 +29,7 @@ from urllib.parse import parse_qsl, urlsplit
 import anthropic
 import pytest
 import yaml
+from loopback_server import loopback_server
 
 from harness.cassette.format import load_cassette
 from harness.cassette.importer import import_paths
@@ -167,12 +167,8 @@ class _Upstream(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Upstream)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with loopback_server(_Upstream) as url:
+        yield url
 
 
 def prompt() -> list[dict[str, Any]]:

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import pytest
 import yaml
+from loopback_server import loopback_server
 
 from harness.cassette.format import load_cassette
 from harness.cassette.importer import import_paths
@@ -122,12 +122,8 @@ class _Upstream(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Upstream)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with loopback_server(_Upstream) as url:
+        yield url
 
 
 def run_conversation(base_url: str) -> None:
