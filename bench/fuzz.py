@@ -195,10 +195,10 @@ def read_every_way(path: Path) -> None:
 
     from harness.cassette.recorder import Cassette, _replayed_response
     from harness.checks.registry import CHECKS, run_check
+    from harness.commands.show import render
     from harness.evals.results import run_details, step_details
     from harness.httpserver import write_recorded
     from harness.trajectory import Trajectory, load_cassette_any
-    from harness.trajectory_cli import render
 
     loaded = load_cassette_any(path)
     trajectory = Trajectory.from_cassette(loaded)  # show, eval, bless, compare

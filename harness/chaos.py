@@ -45,7 +45,7 @@ from harness.report._text import counted
 if TYPE_CHECKING:
     from harness.loop import RunResult
     from harness.project import ProjectScenario
-    from harness.scenarios import Scenario
+    from harness_demo.scenarios import Scenario
 
 # kind -> what the client sees at the chosen request
 FAULTS: dict[str, str] = {
@@ -330,7 +330,7 @@ def scenario_for(cassette: str | Path, name: str | None = None, *, demo: bool = 
 
 
 def _demo_scenario_for(cassette: str | Path, name: str | None) -> Scenario:
-    from harness.scenarios import SCENARIOS, scenario
+    from harness_demo.scenarios import SCENARIOS, scenario
 
     known = ", ".join(item.name for item in SCENARIOS)
     if name is not None:

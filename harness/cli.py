@@ -10,40 +10,33 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
+import keyword
 import sys
 from collections.abc import Sequence
 
 from harness.errors import HarnessError
 
-# name -> (module, one-line help)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "eval": ("harness.evals.cli", "run eval suites over cassettes and golden fixtures"),
-    "show": ("harness.trajectory_cli", "print a cassette's trajectory step by step"),
-    "compare": ("harness.report.compare_cli", "compare a baseline with a candidate, per case"),
-    "bless": ("harness.evals.bless", "write or update a golden fixture from a cassette"),
-    "import": ("harness.cassette.import_cli", "convert foreign cassettes (vcrpy, pydantic-ai, HAR) to ours"),
-    "scan": ("harness.cassette.scan", "find secret-shaped strings in cassettes; exit 1 on any"),
-    "sim": ("harness.sim.cli", "run the local Messages API simulator"),
-    "record": ("harness.record_cli", "record the project's scenarios ([tool.loop-harness]); --demo: the bundled demo"),
-    "chaos": ("harness.chaos", "replay a cassette with a fault injected at one step"),
-    "proxy": ("harness.proxy", "recording reverse proxy for any HTTP client"),
-    "serve": ("harness.serve", "replay server for any HTTP client"),
-    "export": ("harness.export.cli", "export trajectories as OpenTelemetry traces or an inspect_ai eval log"),
+# name -> one-line help; the command `harness NAME` is the module harness/commands/NAME.py
+# (a trailing underscore where NAME is a Python keyword: import_.py)
+COMMANDS: dict[str, str] = {
+    "eval": "run eval suites over cassettes and golden fixtures",
+    "show": "print a cassette's trajectory step by step",
+    "compare": "compare a baseline with a candidate, per case",
+    "bless": "write or update a golden fixture from a cassette",
+    "import": "convert foreign cassettes (vcrpy, pydantic-ai, HAR) to ours",
+    "scan": "find secret-shaped strings in cassettes; exit 1 on any",
+    "sim": "run the local Messages API simulator",
+    "record": "record the project's scenarios ([tool.loop-harness]); --demo: the bundled demo",
+    "chaos": "replay a cassette with a fault injected at one step",
+    "proxy": "recording reverse proxy for any HTTP client",
+    "serve": "replay server for any HTTP client",
+    "export": "export trajectories as OpenTelemetry traces or an inspect_ai eval log",
 }
 
 
-def _available() -> dict[str, tuple[str, str]]:
-    """Only the commands whose module exists: a half-built tree still gives a working --help."""
-    found = {}
-    for name, (module, text) in COMMANDS.items():
-        try:
-            present = importlib.util.find_spec(module) is not None
-        except ModuleNotFoundError:  # the parent package is not there yet
-            present = False
-        if present:
-            found[name] = (module, text)
-    return found
+def command_module(name: str) -> str:
+    """The module of `harness NAME`: harness.commands.NAME (NAME_ when NAME is a Python keyword)."""
+    return f"harness.commands.{name}_" if keyword.iskeyword(name) else f"harness.commands.{name}"
 
 
 def _chosen_command(argv: Sequence[str]) -> str | None:
@@ -64,11 +57,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"harness (loop-harness) {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    available = _available() if command is None else COMMANDS
-    for name, (module_name, text) in available.items():
+    for name, text in COMMANDS.items():
         command_parser = sub.add_parser(name, help=text, description=text)
         if command is None or name == command:
-            module = importlib.import_module(module_name)
+            module = importlib.import_module(command_module(name))
             module.add_arguments(command_parser)
             command_parser.set_defaults(_module=module)
     return parser

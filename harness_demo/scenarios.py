@@ -25,19 +25,19 @@ MODEL = "claude-sonnet-5"
 
 
 def _dayflow(client: anthropic.Anthropic, **options: Any) -> RunResult:
-    from harness.agents.dayflow import run_brief
+    from harness_demo.dayflow import run_brief
 
     return run_brief(client, **options)
 
 
 def _dayflow_prompt() -> str:
-    from harness.agents.dayflow import SYSTEM_PROMPT
+    from harness_demo.dayflow import SYSTEM_PROMPT
 
     return SYSTEM_PROMPT
 
 
 def _sql(client: anthropic.Anthropic, **options: Any) -> RunResult:
-    from harness.agents.data_assistant import run_question
+    from harness_demo.data_assistant import run_question
 
     return run_question(client, **options)
 

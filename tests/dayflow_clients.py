@@ -6,7 +6,7 @@ from typing import Any
 
 import anthropic
 
-from harness.agents.dayflow import SYSTEM_PROMPT, build_registry, user_prompt
+from harness_demo.dayflow import SYSTEM_PROMPT, build_registry, user_prompt
 
 
 def dayflow_beta_tools() -> list[Any]:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from harness import assert_trajectory, run_loop_async
-from harness.agents.data_assistant import run_question
-from harness.agents.dayflow import SYSTEM_PROMPT, build_registry, run_brief, user_prompt
-from harness.scenarios import MODEL
+from harness_demo.data_assistant import run_question
+from harness_demo.dayflow import SYSTEM_PROMPT, build_registry, run_brief, user_prompt
+from harness_demo.scenarios import MODEL
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from harness.cassette.format import load_cassette
-from harness.scenarios import SCENARIOS, replay_scenario
 from harness.trajectory import Trajectory, load_trajectory
+from harness_demo.scenarios import SCENARIOS, replay_scenario
 
 CASSETTES = Path(__file__).resolve().parents[1] / "cassettes"
 

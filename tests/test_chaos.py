@@ -20,14 +20,14 @@ import anthropic
 import pytest
 from anthropic._base_client import BaseClient
 
-from harness.agents.dayflow import SYSTEM_PROMPT, build_registry, user_prompt
 from harness.cassette.format import load_cassette
 from harness.chaos import FAULTS, ChaosCassette, RunHung, inject, run_chaos, time_limit
 from harness.cli import main
 from harness.errors import HarnessError
 from harness.loop import Outcome, RunResult, run_loop_async
-from harness.scenarios import SCENARIOS, Scenario, record_scenario, scenario
 from harness.sim import Simulator
+from harness_demo.dayflow import SYSTEM_PROMPT, build_registry, user_prompt
+from harness_demo.scenarios import SCENARIOS, Scenario, record_scenario, scenario
 
 REPO = Path(__file__).resolve().parents[1]
 OFFLINE = "http://127.0.0.1:9"

@@ -11,7 +11,7 @@ import pytest
 from harness.checks import run_check
 from harness.checks.matching import maximum_matching
 from harness.checks.tool_calls import argument_mismatches
-from harness.jsonpaths import drop_paths, parse_path
+from harness.jsondata import drop_paths, parse_path
 from harness.trajectory import Trajectory
 from tests.test_checks_support import conversation, text, tool_use, turn
 

@@ -176,7 +176,7 @@ def parallel_checks() -> list[dict[str, Any]]:
 
 
 def bundled_dayflow_checks() -> list[dict[str, Any]]:
-    from harness.evals.bless import propose_checks
+    from harness.commands.bless import propose_checks
 
     trajectory = Trajectory.from_cassette(load_cassette_any(BUNDLED_DAYFLOW))
     promotional, needs_reply = dayflow_items()

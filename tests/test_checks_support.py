@@ -218,7 +218,7 @@ def dayflow_script(*, before_final: list[Reply] = ()) -> list[Reply]:
 def record_dayflow(path: Path, *, stream: bool = False, script: list[Reply] | None = None, max_retries: int = 2) -> Any:
     """Run Dayflow through the reference loop against the script, recording `path`; the RunResult."""
     from harness import use_cassette
-    from harness.agents.dayflow import run_brief
+    from harness_demo.dayflow import run_brief
 
     model = ScriptedModel(script if script is not None else dayflow_script())
     with use_cassette(path, mode="once"):
@@ -228,7 +228,7 @@ def record_dayflow(path: Path, *, stream: bool = False, script: list[Reply] | No
 
 def dayflow_items() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     """The fixture inbox's promotional and needs-reply emails, as golden items."""
-    from harness.agents.dayflow.tools import load_fixture
+    from harness_demo.dayflow.tools import load_fixture
 
     emails = load_fixture("inbox")["emails"]
     item = lambda e: {"id": e["id"], "subject": e["subject"], "sender": e["from"]}  # noqa: E731

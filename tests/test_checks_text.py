@@ -8,8 +8,8 @@ import pytest
 
 from harness.checks import run_check
 from harness.checks.answer import headings
-from harness.checks.dayflow import find_mention, item_terms
 from harness.trajectory import Trajectory, load_trajectory
+from harness_demo.checks import find_mention, item_terms
 from tests.test_checks_support import DAYFLOW_BRIEF, REAL, conversation, dayflow_items, message, text, tool_use, turn
 
 

@@ -15,8 +15,8 @@ from harness.cli import main as harness_main
 from harness.evals.results import step_details
 from harness.report.compare import CaseSetMismatch, compare_results, first_divergence, tool_sequence_changes
 from harness.report.trials import TrialStats
-from harness.scenarios import record_scenario, scenario
 from harness.trajectory import Trajectory, load_trajectory
+from harness_demo.scenarios import record_scenario, scenario
 from tests.test_report_html import external_references
 from tests.test_report_support import make_project, record_candidate
 

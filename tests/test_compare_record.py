@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents.dayflow import SYSTEM_PROMPT
 from harness.cassette.format import load_cassette
 from harness.cli import main as harness_main
 from harness.errors import HarnessError
 from harness.fingerprint import fingerprint
-from harness.scenarios import SCENARIOS, scenario
+from harness_demo.dayflow import SYSTEM_PROMPT
+from harness_demo.scenarios import SCENARIOS, scenario
 
 
 def test_the_recorded_requests_carry_the_prompt_from_the_file(tmp_path: Path) -> None:

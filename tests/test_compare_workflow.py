@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents.dayflow import SYSTEM_PROMPT, SYSTEM_PROMPT_NO_FILTER
 from harness.cli import main as harness_main
 from harness.trajectory import load_trajectory
+from harness_demo.dayflow import SYSTEM_PROMPT, SYSTEM_PROMPT_NO_FILTER
 from tests.test_report_support import copy_bundled_project
 
 SED = "s/, and skip newsletters and promotions: they never belong in the brief//"

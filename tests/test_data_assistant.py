@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents import data_assistant
-from harness.agents.data_assistant import QUESTION, SYSTEM_PROMPT, build_registry, cli, db
-from harness.agents.data_assistant.calculator import MAX_EXPRESSION_CHARS, calculate
-from harness.agents.data_assistant.db import ReadOnlyDatabase
-from harness.agents.data_assistant.tools import DATA_DIR
 from harness.tools import ToolRegistry
+from harness_demo import data_assistant
+from harness_demo.data_assistant import QUESTION, SYSTEM_PROMPT, build_registry, cli, db
+from harness_demo.data_assistant.calculator import MAX_EXPRESSION_CHARS, calculate
+from harness_demo.data_assistant.db import ReadOnlyDatabase
+from harness_demo.data_assistant.tools import DATA_DIR
 
 PACKAGE = Path(data_assistant.__file__).resolve().parent
 COLUMNS = "id, username, email, registration_date, status"

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents import _console
-from harness.agents.dayflow import (
+from harness.loop import Event, Outcome, RunResult, Usage
+from harness.sim import Simulator
+from harness_demo import _console
+from harness_demo.dayflow import (
     SYSTEM_PROMPT,
     SYSTEM_PROMPT_NO_FILTER,
     TODAY,
@@ -22,12 +24,10 @@ from harness.agents.dayflow import (
     run_brief,
     user_prompt,
 )
-from harness.agents.dayflow.cli import main
-from harness.agents.dayflow.tools import load_fixture
-from harness.loop import Event, Outcome, RunResult, Usage
-from harness.sim import Simulator
+from harness_demo.dayflow.cli import main
+from harness_demo.dayflow.tools import load_fixture
 
-FIXTURES = Path(__file__).resolve().parent.parent / "harness" / "agents" / "dayflow" / "fixtures"
+FIXTURES = Path(__file__).resolve().parent.parent / "harness_demo" / "dayflow" / "fixtures"
 SKIP_PROMOTIONS = re.compile(r"\bskip\b[^.]*\bpromotion", re.IGNORECASE)
 STEP_LINE = re.compile(r"^\[step (\d+)\] stop=(\w+) in=(\d+) out=(\d+)$")
 TOOL_LINE = re.compile(r"^    -> (\w+)\((.*)\) (\d+) chars$")

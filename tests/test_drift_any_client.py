@@ -12,11 +12,11 @@ import anthropic
 import pytest
 
 from harness import serve, use_cassette
-from harness.agents.dayflow import build_registry
 from harness.cassette.format import load_cassette
 from harness.proxy import RecordingProxy
 from harness.report.drift import fork_line
 from harness.sim import Simulator
+from harness_demo.dayflow import build_registry
 
 MODEL = "claude-sonnet-5"
 TRIAGE = {"model": MODEL, "max_tokens": 64, "messages": [{"role": "user", "content": "Brief me on my morning."}]}

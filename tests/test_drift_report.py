@@ -30,9 +30,9 @@ import os
 
 import pytest
 
-from harness.agents.data_assistant import run_question
-from harness.agents.dayflow import run_brief
-from harness.agents.dayflow.tools import READ_CALENDAR, READ_INBOX, READ_TASKS
+from harness_demo.data_assistant import run_question
+from harness_demo.dayflow import run_brief
+from harness_demo.dayflow.tools import READ_CALENDAR, READ_INBOX, READ_TASKS
 from harness.tools import ToolRegistry
 
 MODEL = "claude-sonnet-5"

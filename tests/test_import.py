@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.cassette import import_cli
 from harness.cassette.format import MAX_CASSETTE_BYTES, load_cassette, save_cassette
 from harness.cassette.importer import (
     HAR,
@@ -36,6 +35,7 @@ from harness.cassette.importer import (
     load_any_cassette,
 )
 from harness.cassette.wire import GZIP_MAGIC, MAX_DECOMPRESSED_BYTES, response_message
+from harness.commands import import_ as import_cli
 from harness.errors import CassetteError
 from tests.conftest import require_real_cassettes
 

@@ -18,9 +18,9 @@ import pytest
 
 from harness.cassette.format import load_cassette
 from harness.chaos import time_limit
-from harness.scenarios import record_scenario, scenario
 from harness.sim import Simulator
 from harness.sim.faults import Fault
+from harness_demo.scenarios import record_scenario, scenario
 
 REPO = Path(__file__).resolve().parents[1]
 WAIT_SECONDS = 30
@@ -30,7 +30,7 @@ _RECORDER = """
 import os, signal, sys
 import anthropic
 from harness.cassette.recorder import use_cassette
-from harness.scenarios import scenario
+from harness_demo.scenarios import scenario
 
 name, path, mode, base_url, kill_at = sys.argv[1:6]
 if kill_at == "fsync":  # die the moment the new cassette is fully written to its temp file, before the rename

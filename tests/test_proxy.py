@@ -6,6 +6,7 @@ Loopback only. The proxy runs in-process (threads) except where a signal must re
 from __future__ import annotations
 
 import argparse
+import importlib
 import signal
 import socket
 import subprocess
@@ -370,7 +371,7 @@ def test_a_signal_before_any_exchange_leaves_the_previous_cassette(tmp_path: Pat
 def test_proxy_command_arguments() -> None:
     from harness import cli, proxy
 
-    assert cli.COMMANDS["proxy"][0] == "harness.proxy"
+    assert importlib.import_module(cli.command_module("proxy")).run is proxy.run
     parser = argparse.ArgumentParser()
     proxy.add_arguments(parser)
     args = parser.parse_args(["--upstream", "http://127.0.0.1:8765", "--cassette", "c.yaml"])

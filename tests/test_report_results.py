@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from harness.agents.dayflow import SYSTEM_PROMPT
 from harness.evals import results as results_module
 from harness.evals.results import validate_results
 from harness.evals.runner import run_case
 from harness.evals.suite import load_suite
 from harness.trajectory import load_trajectory
+from harness_demo.dayflow import SYSTEM_PROMPT
 from tests.test_report_support import make_project, run_eval
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from harness.cli import main as harness_main
 from harness.evals.results import validate_results
-from harness.scenarios import record_scenario, scenario
+from harness_demo.scenarios import record_scenario, scenario
 from tests.test_checks_support import dayflow_golden_checks
 
 REPO = Path(__file__).resolve().parents[1]
@@ -109,7 +109,7 @@ def run_eval(project: Path, out: Path, *extra: str) -> tuple[int, dict[str, Any]
 
 def record_candidate(project: Path, folder: str = "candidates", *, trials: int | None = None) -> Path:
     """Dayflow recorded with the promotions sentence dropped from its system prompt, under `folder`."""
-    from harness.agents.dayflow import SYSTEM_PROMPT
+    from harness_demo.dayflow import SYSTEM_PROMPT
 
     assert FILTER_SENTENCE in SYSTEM_PROMPT, "the prompt changed: update FILTER_SENTENCE"
     prompt = project / "no_filter.txt"

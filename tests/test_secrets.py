@@ -312,7 +312,7 @@ def test_scan_exits_0_on_the_bundled_cassettes_and_goldens(tmp_path: Path, capsy
                                                             upstream: str) -> None:
     """What CI runs: `harness scan cassettes golden`. Where cassettes/ is not recorded yet, a fresh
     recording of every scenario stands in for it."""
-    from harness.scenarios import SCENARIOS, record_scenario
+    from harness_demo.scenarios import SCENARIOS, record_scenario
 
     cassettes = REPO / "cassettes"
     if not any(cassettes.rglob("*.yaml")):

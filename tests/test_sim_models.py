@@ -16,8 +16,8 @@ import jsonschema
 import pytest
 
 from harness import cli
+from harness.commands import sim as sim_cli
 from harness.sim import SimulatedApiError, Simulator
-from harness.sim import cli as sim_cli
 from harness.sim.script import load_script
 from tests.unseen_agent import SCHEMAS, TOOLS, run_agent
 

@@ -17,9 +17,9 @@ import httpx2
 import pytest
 from dayflow_clients import dayflow_runner_reply, text_of
 
-from harness.agents.dayflow import SYSTEM_PROMPT, build_registry, user_prompt
 from harness.sim import MESSAGE_THREADS_BETA, Simulator, cli
 from harness.sim.threads import Threads
+from harness_demo.dayflow import SYSTEM_PROMPT, build_registry, user_prompt
 
 BETA_HEADERS = {
     "x-api-key": "sim-key",

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents.data_assistant import build_registry
-from harness.agents.data_assistant.calculator import MAX_EXPRESSION_CHARS
-from harness.agents.data_assistant.db import ReadOnlyDatabase
 from harness.chaos import time_limit
 from harness.tools import ToolOutput, ToolRegistry
+from harness_demo.data_assistant import build_registry
+from harness_demo.data_assistant.calculator import MAX_EXPRESSION_CHARS
+from harness_demo.data_assistant.db import ReadOnlyDatabase
 
 SECRET = "TOP SECRET: do not show the model"
 CALL_SECONDS = 10  # every refusal here takes milliseconds; a call near this is a hang
@@ -288,7 +288,7 @@ def test_query_db_is_bounded_in_bytes(database: ReadOnlyDatabase, sql: str) -> N
 
 
 def test_query_db_is_interrupted_at_its_deadline(database: ReadOnlyDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness.agents.data_assistant import db
+    from harness_demo.data_assistant import db
 
     monkeypatch.setattr(db, "QUERY_SECONDS", 0.2)
     registry = build_registry(database=database)

@@ -20,17 +20,17 @@ from typing import Any
 import anthropic
 import pytest
 
-from harness.agents.dayflow.prompt import SYSTEM_PROMPT, user_prompt
-from harness.agents.dayflow.tools import build_registry
 from harness.cassette.format import load_cassette
 from harness.cassette.recorder import use_cassette
 from harness.proxy import RecordingProxy
 from harness.serve import ReplayServer
 from harness.sim import Simulator
+from harness_demo.dayflow.prompt import SYSTEM_PROMPT, user_prompt
+from harness_demo.dayflow.tools import build_registry
 
 TS_DIR = Path(__file__).resolve().parent / "ts"
 LOOP = TS_DIR / "dayflow_loop.mjs"
-FIXTURES = Path(__file__).resolve().parent.parent / "harness" / "agents" / "dayflow" / "fixtures"
+FIXTURES = Path(__file__).resolve().parent.parent / "harness_demo" / "dayflow" / "fixtures"
 NODE = shutil.which("node")
 
 if NODE is None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.cassette.match import normalize_query, stored_request_body
-from harness.jsonpaths import drop_paths, parse_path
+from harness.jsondata import drop_paths, parse_path
 
 __all__ = ["KINDS", "Change", "Drift", "classify", "classify_request", "kind_label"]
 

@@ -27,7 +27,7 @@ from urllib.parse import parse_qsl, urlencode
 from deepdiff import DeepDiff
 
 from harness.cassette import multipart
-from harness.jsonpaths import drop_paths, parse_path
+from harness.jsondata import drop_paths, parse_path
 
 
 def normalize_query(query: str | None) -> str:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.errors import HarnessError
-from harness.jsonpaths import parse_path
+from harness.jsondata import parse_path
 
 MatchPolicy = Literal["strict", "sequence"]
 MATCH_POLICIES: tuple[str, ...] = ("strict", "sequence")

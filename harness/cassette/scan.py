@@ -1,4 +1,4 @@
-"""`harness scan PATH...`: find credentials in cassettes and fixtures; exit 1 on any.
+"""Find credentials in cassettes and fixtures (the engine of `harness scan`, harness/commands/scan.py).
 
 Every form the importer reads is scanned (`.yaml`, `.yml`, `.json`, `.har`, `.yaml.gz`, in any case of
 extension; and `.txt`, `.md`). Each file is searched twice:
@@ -15,12 +15,10 @@ and prose ("Bearer authentication", a name beside a UUID) is flagged by neither.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import binascii
 import json
 import re
-import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,8 +28,7 @@ from harness.cassette.format import parse_yaml
 from harness.cassette.redact import find_secrets, stream_blocks
 from harness.cassette.sse import parse_sse
 from harness.cassette.wire import GZIP_MAGIC, BodyTooLarge, gunzip_bounded
-from harness.errors import HarnessError, absolute
-from harness.report._text import counted
+from harness.errors import HarnessError
 
 SCANNED_SUFFIXES = (".yaml", ".yml", ".json", ".har", ".txt", ".md", ".yaml.gz", ".yml.gz", ".json.gz", ".har.gz")
 _STRUCTURED = (".yaml", ".yml", ".json", ".har")
@@ -54,7 +51,7 @@ def is_scanned(path: Path) -> bool:
     return path.name.lower().endswith(SCANNED_SUFFIXES)
 
 
-def _files(paths: Iterable[Path]) -> Iterator[Path]:
+def scanned_files(paths: Iterable[Path]) -> Iterator[Path]:
     for path in paths:
         if path.is_dir():
             yield from sorted(p for p in path.rglob("*") if p.is_file() and is_scanned(p))
@@ -178,30 +175,6 @@ def scan_file(file: Path) -> list[Finding]:
 
 def scan_paths(paths: Iterable[Path]) -> list[Finding]:
     findings: list[Finding] = []
-    for file in _files(paths):
+    for file in scanned_files(paths):
         findings.extend(scan_file(file))
     return findings
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files or folders to scan")
-
-
-def run(args: argparse.Namespace) -> int:
-    missing = [p for p in args.paths if not p.exists()]
-    if missing:
-        print("harness scan: no such path: " + ", ".join(absolute(p) for p in missing), file=sys.stderr)
-        return 2
-    count = len(list(_files(args.paths)))
-    if count == 0:  # a mistyped folder must not pass CI as "no secrets"
-        where = ", ".join(absolute(p) for p in args.paths)
-        print(f"harness scan: nothing to scan (no cassette or golden file) in {where}", file=sys.stderr)
-        return 2
-    findings = scan_paths(args.paths)
-    for finding in findings:
-        print(finding)
-    if findings:
-        print(f"{counted(len(findings), 'secret-shaped string')} in {counted(count, 'file')} scanned")
-        return 1
-    print(f"no secrets found in {counted(count, 'file')}")
-    return 0

@@ -2,10 +2,12 @@
 
 - protocol: tool_ids_matched
 - recovery: self_correction
-- dayflow: promotions_filtered
 - tool_calls: trajectory_match (maximum bipartite matching in `matching`)
 - answer: final_answer
 - outcome: outcome, budgets, no_repeated_calls
+
+Other packages add checks through the entry point group `loop_harness.checks` (see `registry`); the
+bundled demo's `promotions_filtered` joins that way.
 """
 
 from __future__ import annotations

@@ -2,6 +2,10 @@
 
 A new check is a function in its family's module plus a `CheckSpec` in that module's CHECKS; this
 registry only gathers them. Check names are what golden files write under `check:`.
+
+Checks of other packages join through the entry point group `loop_harness.checks`, each entry a
+family's CHECKS (`name = "package.module:CHECKS"`, see harness.plugins): that is how the bundled demo adds
+`promotions_filtered` (harness_demo/checks.py) without the library importing the demo.
 """
 
 from __future__ import annotations
@@ -9,15 +13,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.checks import answer, dayflow, outcome, protocol, recovery, tool_calls
+from harness.checks import answer, outcome, protocol, recovery, tool_calls
 from harness.checks.base import CheckResult, CheckSpec
+from harness.plugins import CHECKS_GROUP, Registry
 from harness.trajectory import Trajectory
 
 __all__ = ["CHECKS", "check_names", "get_check", "run_check"]
 
-_FAMILIES = (protocol, recovery, dayflow, tool_calls, answer, outcome)
+_FAMILIES = (protocol, recovery, tool_calls, answer, outcome)
 
-CHECKS: dict[str, CheckSpec] = {spec.name: spec for family in _FAMILIES for spec in family.CHECKS}
+CHECKS: Mapping[str, CheckSpec] = Registry(
+    ((spec.name, spec) for family in _FAMILIES for spec in family.CHECKS),
+    CHECKS_GROUP,
+    lambda _name, specs: ((spec.name, spec) for spec in specs),
+)
 
 
 def check_names() -> list[str]:

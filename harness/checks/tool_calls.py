@@ -22,7 +22,7 @@ from typing import Any
 
 from harness.checks.base import CheckResult, CheckSpec, fail, ok
 from harness.checks.matching import maximum_matching
-from harness.jsonpaths import drop_paths, parse_path
+from harness.jsondata import drop_paths, parse_path
 from harness.trajectory import ToolCall, Trajectory, canonical_json
 
 NAME = "trajectory_match"

@@ -34,10 +34,6 @@ from harness.errors import HarnessError, absolute
 from harness.project import ProjectScenario, load_project
 from harness.report._text import counted
 from harness.report.trials import trial_path
-from harness.scenarios import SCENARIOS, Scenario, record_scenario, scenario
-
-# The demo's recordings live in a checkout of loop-harness, beside the package; an install has none.
-DEMO_CASSETTES = Path(__file__).resolve().parents[1] / "cassettes"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,8 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "names",
         nargs="*",
         metavar="NAME",
-        help="scenarios to record (default: all): the project's, or with --demo the bundled "
-        + ", ".join(s.name for s in SCENARIOS),
+        help="scenarios to record (default: all): the project's, or with --demo the bundled ones "
+        "(harness record --demo --list names them)",
     )
     parser.add_argument("--demo", action="store_true", help="the bundled demo scenarios (Dayflow, the SQL assistant)")
     parser.add_argument(
@@ -76,76 +72,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _chosen(args: argparse.Namespace) -> list[Scenario]:
-    try:
-        chosen = [scenario(name) for name in args.names] if args.names else list(SCENARIOS)
-    except KeyError as err:
-        raise HarnessError(err.args[0]) from None
-    if args.system_prompt_file is not None:
-        try:
-            prompt = args.system_prompt_file.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as err:
-            raise HarnessError(f"cannot read the system prompt: {err}", file=args.system_prompt_file) from None
-        if not prompt:
-            raise HarnessError("the system prompt file is empty", file=args.system_prompt_file)
-        # Named scenarios must take the prompt; with none named, the whole set is recorded (a complete
-        # candidate for `harness compare`) and the scenarios of other agents keep their own prompts.
-        chosen = [
-            item.with_system_prompt(prompt) if args.names or item.default_system_prompt else item for item in chosen
-        ]
-    return chosen
-
-
 def run(args: argparse.Namespace) -> int:
     if args.trials is not None and args.trials < 1:
         print("harness record: --trials must be 1 or more", file=sys.stderr)
         return 2
-    return _run_demo(args) if args.demo else _run_project(args)
+    if args.demo:  # the one door from this command to the demo package, opened only when asked for
+        from harness_demo.record import run_demo
 
-
-def _run_demo(args: argparse.Namespace) -> int:
-    if args.list:
-        for item in SCENARIOS:
-            print(f"{item.name:24} {item.cassette:36} {item.description}")
-        return 0
-    try:
-        chosen = _chosen(args)
-    except HarnessError as err:
-        print(f"harness record: {err}", file=sys.stderr)
-        return 2
-    if args.print_system_prompt:
-        if len(chosen) != 1 or chosen[0].system_prompt is None:
-            print(
-                "harness record: --print-system-prompt needs one scenario that has a system prompt, "
-                "e.g. harness record --demo dayflow-brief --print-system-prompt",
-                file=sys.stderr,
-            )
-            return 2
-        print(chosen[0].system_prompt)
-        return 0
-    if args.system_prompt_file is not None and args.cassettes is None:
-        # Recording a changed prompt over the bundled cassettes would replace the baseline it is compared with.
-        print(
-            "harness record: --system-prompt-file needs --cassettes DIR (e.g. candidates/); give "
-            f"--cassettes {DEMO_CASSETTES} to replace the bundled recordings on purpose",
-            file=sys.stderr,
-        )
-        return 2
-    if args.cassettes is None and not DEMO_CASSETTES.is_dir():
-        print(f"harness record: the demo's cassettes folder ({DEMO_CASSETTES}) is not in this install; "
-              "give --cassettes DIR", file=sys.stderr)
-        return 2
-    root = args.cassettes if args.cassettes is not None else DEMO_CASSETTES
-    for item in chosen:
-        if args.trials is None:
-            runs = [(item.path(root), args.seed)]
-        else:
-            runs = [(trial_path(item.path(root), k), args.seed + k - 1) for k in range(1, args.trials + 1)]
-        for path, seed in runs:
-            result = record_scenario(item, root, seed=seed, path=path)
-            print(f"recorded {path}: {counted(result.steps, 'step')}, outcome {result.outcome.value}"
-                  f"{_note(item, args)}")
-    return 0
+        return run_demo(args)
+    return _run_project(args)
 
 
 def _run_project(args: argparse.Namespace) -> int:
@@ -212,9 +147,3 @@ def _describe(result: Any, path: Path) -> str:
     from harness.cassette.format import load_cassette
 
     return counted(len(load_cassette(path).interactions), "interaction")
-
-
-def _note(item: Scenario, args: argparse.Namespace) -> str:
-    if args.system_prompt_file is None:
-        return ""
-    return f" (system prompt from {args.system_prompt_file})" if item.system_prompt else " (its own system prompt)"

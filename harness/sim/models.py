@@ -9,7 +9,8 @@ Choice, first match wins:
 3. the header `x-harness-sim-policy` (a name as in 1);
 4. the simulator's default model (`--default-model`, `Simulator(default_model=...)`, a callable model or
    the first script);
-5. the tools in the request: read_inbox -> dayflow, query_db -> sql (the reference agents);
+5. the tools in the request: read_inbox -> dayflow, query_db -> sql (the demo's models, added through
+   harness.plugins, each naming the tools that pick it);
 6. `sim-auto`, for any other agent.
 
 A model answers a `Conversation` with a `Reply` (which may carry a `Fault` to answer with) or an `ApiError`.
@@ -25,7 +26,7 @@ from typing import Any
 
 from harness.sim import auto
 from harness.sim.conversation import Conversation, Reply
-from harness.sim.policies import AUTO_DETECT, MODEL_PREFIX, POLICIES, POLICY_HEADER
+from harness.sim.policies import MODEL_PREFIX, POLICIES, POLICY_HEADER, auto_detected
 from harness.sim.validation import ApiError
 
 MODEL_HEADER = "x-harness-sim-model"
@@ -109,7 +110,7 @@ class Models:
         if default:
             return self.resolve(default, "default model")
         tool_names = {tool.get("name") for tool in body.get("tools") or [] if isinstance(tool, dict)}
-        for tool_name, policy in AUTO_DETECT:
+        for tool_name, policy in auto_detected():
             if tool_name in tool_names:
                 return self.resolve(policy, "tools")
         return self.resolve(auto.NAME, "default model")

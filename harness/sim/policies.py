@@ -4,17 +4,21 @@
 policy claims is answered by `sim-auto`. The misbehaving policies exist to trip the agent loop's
 guards: `repeat` (same tool call forever), `max-tokens`, `refuse`, `pause-turn` and `context-window`.
 `read-file` drives a coding agent (the Claude Code CLI) through its Read tool (see harness.sim.read_file).
+
+Other packages add scripted models through the entry point group `loop_harness.sim_models`
+(`name = "package.module:OBJECT"`, an `AddedPolicy`): the bundled demo adds `dayflow` and `sql` that
+way (harness_demo/sim/), each also chosen for a request that names no model but offers its tool.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from harness.plugins import SIM_MODELS_GROUP, Registry, installed
 from harness.sim.conversation import Conversation, Reply, text_block, tool_use_block
-from harness.sim.dayflow import dayflow
 from harness.sim.read_file import read_file
-from harness.sim.sql import sql
 
 Policy = Callable[[Conversation], Reply]
 POLICY_HEADER = "x-harness-sim-policy"
@@ -93,9 +97,15 @@ def context_window(conversation: Conversation) -> Reply:
     return Reply([text_block(text)], "model_context_window_exceeded", context_window=CONTEXT_WINDOW_TOKENS)
 
 
-POLICIES: dict[str, Policy] = {
-    "dayflow": dayflow,
-    "sql": sql,
+@dataclass(frozen=True)
+class AddedPolicy:
+    """A scripted model another package adds (entry point group `loop_harness.sim_models`)."""
+
+    policy: Policy
+    answers_tools: tuple[str, ...] = ()  # tools that pick it for a request naming no model
+
+
+_BUILT_IN: dict[str, Policy] = {
     "echo": echo,
     "repeat": repeat,
     "max-tokens": max_tokens,
@@ -104,6 +114,10 @@ POLICIES: dict[str, Policy] = {
     "context-window": context_window,
     "read-file": read_file,
 }
+POLICIES: Mapping[str, Policy] = Registry(_BUILT_IN.items(), SIM_MODELS_GROUP,
+                                          lambda name, added: [(name, added.policy)], added_first=True)
 
-# tool name -> policy, for requests that name no policy
-AUTO_DETECT = (("read_inbox", "dayflow"), ("query_db", "sql"))
+
+def auto_detected() -> tuple[tuple[str, str], ...]:
+    """(tool name, policy) pairs, for requests that name no policy: the added models' `answers_tools`."""
+    return tuple((tool, name) for name, added in installed(SIM_MODELS_GROUP) for tool in added.answers_tools)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harness.agents.data_assistant.prompt import QUESTION, SYSTEM_PROMPT
-from harness.agents.data_assistant.tools import build_registry
+from harness_demo.data_assistant.prompt import QUESTION, SYSTEM_PROMPT
+from harness_demo.data_assistant.tools import build_registry
 
 if TYPE_CHECKING:
     import anthropic

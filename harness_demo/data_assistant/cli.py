@@ -9,8 +9,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from harness.agents._console import Trace, add_run_arguments, client_for, report
-from harness.agents.data_assistant.prompt import QUESTION
+from harness_demo._console import Trace, add_run_arguments, client_for, report
+from harness_demo.data_assistant.prompt import QUESTION
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,8 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command != "ask":
         parser.print_help(sys.stderr)
         return 2
-    from harness.agents.data_assistant import build_registry, run_question
     from harness.loop import DEFAULT_MODEL
+    from harness_demo.data_assistant import build_registry, run_question
 
     trace = Trace() if args.verbose else None
     tools = trace.watch(build_registry()) if trace else build_registry()

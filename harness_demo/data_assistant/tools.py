@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.agents.data_assistant.calculator import calculate
-from harness.agents.data_assistant.db import MAX_ROWS, TABLE, ReadOnlyDatabase
 from harness.tools import Tool, ToolRegistry
+from harness_demo.data_assistant.calculator import calculate
+from harness_demo.data_assistant.db import MAX_ROWS, TABLE, ReadOnlyDatabase
 
 DATA_DIR = Path(__file__).resolve().parent / "data"  # what read_file may read
 MAX_FILE_BYTES = 1_000_000

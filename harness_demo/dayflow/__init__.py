@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harness.agents.dayflow.prompt import SYSTEM_PROMPT, SYSTEM_PROMPT_NO_FILTER, user_prompt
-from harness.agents.dayflow.tools import TODAY, build_registry
+from harness_demo.dayflow.prompt import SYSTEM_PROMPT, SYSTEM_PROMPT_NO_FILTER, user_prompt
+from harness_demo.dayflow.tools import TODAY, build_registry
 
 if TYPE_CHECKING:
     import anthropic

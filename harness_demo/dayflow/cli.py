@@ -11,8 +11,8 @@ import contextlib
 import sys
 from collections.abc import Iterator, Sequence
 
-from harness.agents._console import Trace, add_run_arguments, client_for, report
 from harness.errors import HarnessError
+from harness_demo._console import Trace, add_run_arguments, client_for, report
 
 # --mode -> use_cassette mode: record what is missing once, or replay strictly without network.
 CASSETTE_MODES = {"record": "once", "replay": "none"}
@@ -56,8 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _brief(args: argparse.Namespace) -> int:
-    from harness.agents.dayflow import build_registry, run_brief
     from harness.loop import DEFAULT_MODEL
+    from harness_demo.dayflow import build_registry, run_brief
 
     trace = Trace() if args.verbose else None
     tools = trace.watch(build_registry()) if trace else build_registry()

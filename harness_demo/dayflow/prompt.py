@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from harness.agents.dayflow.tools import TODAY
+from harness_demo.dayflow.tools import TODAY
 
 _INTRO = (
     "You are Dayflow, a morning-brief assistant. Use the tools to read the user's inbox, calendar and tasks, "

@@ -1,0 +1,54 @@
+"""What installed packages add to the library through entry points: checks and simulator models.
+
+An entry point group names objects in other packages (`[project.entry-points."loop_harness.checks"]`);
+the library never imports those packages by name. The bundled demo joins this way, as a user's package
+would. Entries load on first use, not at import: an added module imports the library that lists it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import cache
+from importlib.metadata import entry_points
+from typing import Any, TypeVar
+
+V = TypeVar("V")
+
+CHECKS_GROUP = "loop_harness.checks"  # each entry: a family's CHECKS, a sequence of harness.checks.CheckSpec
+SIM_MODELS_GROUP = "loop_harness.sim_models"  # each entry: a harness.sim.policies.AddedPolicy, named by the entry
+
+
+@cache
+def installed(group: str) -> tuple[tuple[str, Any], ...]:
+    """(entry name, loaded object) of every entry point in `group`, loaded once per process."""
+    return tuple((entry.name, entry.load()) for entry in entry_points(group=group))
+
+
+class Registry(Mapping[str, V]):
+    """Built-in entries plus the ones installed packages add to `group`, read on first use.
+
+    `added(name, loaded)` turns one entry point's object into (key, value) pairs. A built-in keeps its
+    key when an added entry claims it too; `added_first` lists the added entries before the built-ins.
+    """
+
+    def __init__(self, builtins: Iterable[tuple[str, V]], group: str,
+                 added: Callable[[str, Any], Iterable[tuple[str, V]]], *, added_first: bool = False) -> None:
+        self._builtins = dict(builtins)
+        self._group, self._added, self._added_first = group, added, added_first
+        self._all: dict[str, V] | None = None
+
+    def _entries(self) -> dict[str, V]:
+        if self._all is None:
+            extra = {key: value for name, loaded in installed(self._group) for key, value in self._added(name, loaded)
+                     if key not in self._builtins}
+            self._all = {**extra, **self._builtins} if self._added_first else {**self._builtins, **extra}
+        return self._all
+
+    def __getitem__(self, key: str) -> V:
+        return self._entries()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries())
+
+    def __len__(self) -> int:
+        return len(self._entries())
