@@ -1,14 +1,45 @@
-"""Dotted paths into JSON data ("metadata.user_id", "$.filters[*].id"), and leaving them out.
+"""JSON data helpers shared by every stage: one canonical spelling, short fingerprints, dotted paths.
 
-Used wherever a person names fields to ignore: request matching (`ignore_fields`) and tool-argument
-comparison in evals (`ignore_paths`), so both read a path the same way.
+- `canonical_json`: one spelling per value (keys sorted, no spaces), what request matching, the
+  trajectory, the checks and the simulator compare, hash and count.
+- `fingerprint` / `run_fingerprints`: short stable hashes of what defines a run (model, system prompt,
+  tools), stored in a cassette's provenance block and compared by reports, so that "the system prompt
+  changed" is visible without diffing whole requests.
+- `parse_path` / `drop_paths`: dotted paths into JSON data ("metadata.user_id", "$.filters[*].id"), read
+  the same wherever a person names fields to ignore: request matching (`ignore_fields`) and tool-argument
+  comparison in evals (`ignore_paths`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
+
+
+def canonical_json(value: Any) -> str:
+    """One spelling per value: keys sorted, no spaces. Two tool inputs are the same call iff these match.
+    A value JSON cannot hold is spelled as its str()."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def fingerprint(value: Any) -> str | None:
+    if value is None:
+        return None
+    try:
+        text = canonical_json(value)
+    except (TypeError, ValueError, RecursionError):  # keys of mixed types: still stable
+        text = repr(value)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def run_fingerprints(body: Any) -> dict[str, str | None]:
+    if not isinstance(body, dict):
+        return {}
+    return {"model": fingerprint(body.get("model")), "system": fingerprint(body.get("system")),
+            "tools": fingerprint(body.get("tools"))}
 
 
 def parse_path(path: str) -> tuple[str, ...]:

@@ -7,7 +7,7 @@ would. Entries load on first use, not at import: an added module imports the lib
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from functools import cache
 from importlib.metadata import entry_points
 from typing import Any, TypeVar
@@ -24,11 +24,12 @@ def installed(group: str) -> tuple[tuple[str, Any], ...]:
     return tuple((entry.name, entry.load()) for entry in entry_points(group=group))
 
 
-class Registry(Mapping[str, V]):
+class Registry(MutableMapping[str, V]):
     """Built-in entries plus the ones installed packages add to `group`, read on first use.
 
     `added(name, loaded)` turns one entry point's object into (key, value) pairs. A built-in keeps its
     key when an added entry claims it too; `added_first` lists the added entries before the built-ins.
+    Setting a key replaces that entry for this process (as a test does to swap one out).
     """
 
     def __init__(self, builtins: Iterable[tuple[str, V]], group: str,
@@ -46,6 +47,12 @@ class Registry(Mapping[str, V]):
 
     def __getitem__(self, key: str) -> V:
         return self._entries()[key]
+
+    def __setitem__(self, key: str, value: V) -> None:
+        self._entries()[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self._entries()[key]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._entries())

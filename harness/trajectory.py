@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import CassetteError
-from harness.fingerprint import fingerprint
+from harness.jsondata import canonical_json, fingerprint
 
 if TYPE_CHECKING:
     from harness.cassette.format import CassetteFile
@@ -58,11 +57,6 @@ __all__ = [
 TRAJECTORY_VERSION = 1
 MESSAGES_PATH = "/v1/messages"
 _THINKING = ("thinking", "redacted_thinking")
-
-
-def canonical_json(value: Any) -> str:
-    """One spelling per value: keys sorted, no spaces. Two tool inputs are the same call iff these match."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 # --- the parts of a trajectory ------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 from harness.cassette.format import load_cassette
 from harness.cli import main as harness_main
 from harness.errors import HarnessError
-from harness.fingerprint import fingerprint
+from harness.jsondata import fingerprint
 from harness_demo.dayflow import SYSTEM_PROMPT
 from harness_demo.scenarios import SCENARIOS, scenario
 

@@ -106,7 +106,7 @@ def test_yaml_only_scalars_are_refused_at_load_by_every_reader(tmp_path: Path, s
 
 
 def test_pricing_and_fingerprints_take_values_of_any_type() -> None:
-    from harness.fingerprint import fingerprint
+    from harness.jsondata import fingerprint
     from harness.pricing import estimate_cost, price_for
 
     for model in (5, None, ["claude-sonnet-4"], {"a": 1}, True):

@@ -15,8 +15,9 @@ import anthropic
 import httpx2
 import pytest
 
+from harness.commands import sim as cli
 from harness.errors import HarnessError
-from harness.sim import Simulator, cli
+from harness.sim import Simulator
 
 TOOLS = [
     {

@@ -17,7 +17,8 @@ import httpx2
 import pytest
 from dayflow_clients import dayflow_runner_reply, text_of
 
-from harness.sim import MESSAGE_THREADS_BETA, Simulator, cli
+from harness.commands import sim as cli
+from harness.sim import MESSAGE_THREADS_BETA, Simulator
 from harness.sim.threads import Threads
 from harness_demo.dayflow import SYSTEM_PROMPT, build_registry, user_prompt
 

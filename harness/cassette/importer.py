@@ -52,7 +52,7 @@ from harness.cassette.redact import (
 from harness.cassette.sse import parse_sse
 from harness.cassette.wire import GZIP_MAGIC, BodyTooLarge, gunzip_bounded, store_body
 from harness.errors import CassetteError, HarnessError, absolute
-from harness.fingerprint import run_fingerprints
+from harness.jsondata import run_fingerprints
 
 HARNESS = "harness"  # ours already: loaded, not converted
 VCRPY_YAML = "vcrpy-yaml"  # `interactions:` with `body: {string: ...}` (str, or `!!binary` gzip)

@@ -27,7 +27,7 @@ from urllib.parse import parse_qsl, urlencode
 from deepdiff import DeepDiff
 
 from harness.cassette import multipart
-from harness.jsondata import drop_paths, parse_path
+from harness.jsondata import canonical_json, drop_paths, parse_path
 
 
 def normalize_query(query: str | None) -> str:
@@ -42,7 +42,7 @@ def normalize_query(query: str | None) -> str:
 def canonical_body(body: Any, ignore: Sequence[str] = ()) -> str:
     if ignore:
         body = drop_paths(body, [parse_path(dotted) for dotted in ignore])
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return canonical_json(body)
 
 
 def request_fingerprint(method: str, path: str, query: str | None, body: Any, ignore: Sequence[str] = ()) -> bytes:

@@ -73,7 +73,7 @@ from harness.cassette.sequence import Drift as ToolResultDrift
 from harness.cassette.sequence import SequenceMatcher
 from harness.cassette.wire import body_bytes, store_body, stored_content_type
 from harness.errors import CassetteError, HarnessError
-from harness.fingerprint import run_fingerprints
+from harness.jsondata import run_fingerprints
 from harness.project import load_project
 
 REPLAYED_HEADER = "x-harness-replayed"

@@ -22,7 +22,7 @@ __all__ = ["CHECKS", "check_names", "get_check", "run_check"]
 
 _FAMILIES = (protocol, recovery, tool_calls, answer, outcome)
 
-CHECKS: Mapping[str, CheckSpec] = Registry(
+CHECKS: Registry[CheckSpec] = Registry(
     ((spec.name, spec) for family in _FAMILIES for spec in family.CHECKS),
     CHECKS_GROUP,
     lambda _name, specs: ((spec.name, spec) for spec in specs),

@@ -16,8 +16,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 
+from harness.jsondata import canonical_json
 from harness.report._text import counted
-from harness.trajectory import Attempt, Run, Step, Trajectory, canonical_json, load_trajectory
+from harness.trajectory import Attempt, Run, Step, Trajectory, load_trajectory
 
 EXCERPT_CHARS = 600
 ARGUMENT_CHARS = 100

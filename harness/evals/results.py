@@ -134,7 +134,7 @@ def _step_cost(model: str, usage: Mapping[str, int], counted: bool) -> float | N
 
 
 def _request(summary: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, Any]:
-    from harness.fingerprint import fingerprint
+    from harness.jsondata import fingerprint
 
     system_text = _system_text(body.get("system"))
     return {

@@ -10,13 +10,15 @@ import hashlib
 import json
 from typing import Any
 
+from harness.jsondata import canonical_json
+
 _ALPHABET = "0123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"  # base58, like real ids
 
 
 def request_fingerprint(body: Any) -> str:
     if isinstance(body, dict):
         body = {key: value for key, value in body.items() if key != "stream"}
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    text = canonical_json(body)
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -12,7 +12,7 @@ way (harness_demo/sim/), each also chosen for a request that names no model but 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,7 +114,7 @@ _BUILT_IN: dict[str, Policy] = {
     "context-window": context_window,
     "read-file": read_file,
 }
-POLICIES: Mapping[str, Policy] = Registry(_BUILT_IN.items(), SIM_MODELS_GROUP,
+POLICIES: Registry[Policy] = Registry(_BUILT_IN.items(), SIM_MODELS_GROUP,
                                           lambda name, added: [(name, added.policy)], added_first=True)
 
 

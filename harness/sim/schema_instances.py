@@ -37,6 +37,8 @@ from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
+from harness.jsondata import canonical_json
+
 _ATTEMPTS = 12
 _MAX_DEPTH = 8
 _WORDS = ("alpha", "bravo", "delta", "echo", "kilo", "lima", "oscar", "sierra", "tango", "zulu")
@@ -68,13 +70,13 @@ class SchemaUnsatisfied(ValueError):
 
 
 def seed_of(*parts: Any) -> int:
-    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    text = canonical_json(parts)
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 
 
 def instance_for(schema: Any, *seed_parts: Any) -> Any:
     """A value valid against `schema`, the same for the same schema and seed parts."""
-    schema_json = json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    schema_json = canonical_json(schema)
     rng = random.Random(seed_of(schema_json, *seed_parts))
     validator, resolver = _prepared(schema_json)
     maker = _Maker(rng, resolver)

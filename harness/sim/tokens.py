@@ -19,6 +19,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from harness.jsondata import canonical_json
+
 
 def count_text(text: str) -> int:
     return math.ceil(len(text) / 4)
@@ -33,7 +35,7 @@ def _strip_cache_control(value: Any) -> Any:
 
 
 def _canonical(value: Any) -> str:
-    return json.dumps(_strip_cache_control(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return canonical_json(_strip_cache_control(value))
 
 
 @dataclass(frozen=True)
