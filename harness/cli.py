@@ -1,7 +1,7 @@
 """The `harness` command.
 
-Each subcommand lives in the module that owns its concept; this file only routes. A command module
-exposes `add_arguments(parser)` and `run(args) -> int` (0 ok, 1 checks failed, 2 bad input or usage).
+`harness NAME` is the module harness/commands/NAME.py (`command_module`); this file only routes. A command
+module exposes `add_arguments(parser)` and `run(args) -> int` (0 ok, 1 checks failed, 2 bad input or usage).
 Only the chosen command's module is imported, so `harness --help` and the commands that read files
 (scan, show, eval, bless, compare) never load the anthropic SDK or the eval machinery they do not use.
 """
@@ -14,6 +14,7 @@ import keyword
 import sys
 from collections.abc import Sequence
 
+from harness import __version__
 from harness.errors import HarnessError
 
 # name -> one-line help; the command `harness NAME` is the module harness/commands/NAME.py
@@ -49,8 +50,6 @@ def _chosen_command(argv: Sequence[str]) -> str | None:
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; only `command`'s module is imported (every command when None, as for a full check)."""
-    from harness import __version__
-
     parser = argparse.ArgumentParser(
         prog="harness",
         description="Record, replay and evaluate Claude agent loops. Exit 0 ok, 1 checks failed, 2 bad input.",

@@ -488,10 +488,7 @@ class Trajectory:
     @property
     def cost_usd(self) -> float | None:
         """List-price estimate summed per step; None when any counted step's model has no known price."""
-        try:
-            from harness.pricing import estimate_cost
-        except ImportError:  # pricing is optional for reading a trajectory
-            return None
+        from harness.pricing import estimate_cost
         total = 0.0
         for step in self.steps:
             if not step.usage_counted:
@@ -924,13 +921,9 @@ def _api_error_type_in(text: str) -> str | None:
 
 
 def load_cassette_any(path: str | Path) -> CassetteFile:
-    """Our cassette, or a foreign one (vcrpy, pydantic-ai, HAR) converted in memory when the importer is there."""
-    try:
-        from harness.cassette.importer import load_any_cassette
-    except ImportError:
-        from harness.cassette.format import load_cassette
+    """Our cassette, or a foreign one (vcrpy, pydantic-ai, HAR) converted in memory."""
+    from harness.cassette.importer import load_any_cassette
 
-        return load_cassette(path)
     return load_any_cassette(path)
 
 

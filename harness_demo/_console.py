@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
+from harness.pricing import estimate_cost
+
 if TYPE_CHECKING:
     import anthropic
 
@@ -155,8 +157,6 @@ def _preview(tool_input: Any) -> str:
 
 def summary_line(result: RunResult) -> str:
     """`[2 steps · 3 tool calls · 3074 in / 1360 out · ~$0.0213 claude-sonnet-5]`"""
-    from harness.pricing import estimate_cost
-
     usage = result.usage
     tokens = f"{usage.input} in / {usage.output} out"
     cached = usage.cache_write + usage.cache_read

@@ -125,10 +125,8 @@ def _request_body(cassette: CassetteFile | None, attempts: Sequence[Attempt]) ->
 def _step_cost(model: str, usage: Mapping[str, int], counted: bool) -> float | None:
     if not counted:
         return 0.0
-    try:
-        from harness.pricing import estimate_cost
-    except ImportError:
-        return None
+    from harness.pricing import estimate_cost
+
     cost = estimate_cost(model, usage)
     return None if cost is None else round(cost, 6)
 
