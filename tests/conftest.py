@@ -1,4 +1,4 @@
-"""Shared test setup. Test helpers in this folder import either as `tests.x` or as `x`.
+"""Shared test setup. Test helpers in this folder import by one name each: `tests.x` (tests/ is a package).
 
 The real-recordings corpus (55 recordings of the real API by other projects) is optional: it is
 `$HARNESS_REAL_CASSETTES` when set (.ci/run sets it), else ../shared/real-cassettes beside the checkout.
@@ -9,7 +9,6 @@ skipped, with one line naming the folder, where it is absent: a fresh clone has 
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,9 +17,6 @@ TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 REAL_CASSETTES_VARIABLE = "HARNESS_REAL_CASSETTES"
 REAL_CASSETTES = Path(os.environ.get(REAL_CASSETTES_VARIABLE) or REPO.parent / "shared" / "real-cassettes")
-
-if str(TESTS) not in sys.path:
-    sys.path.insert(0, str(TESTS))
 
 
 def real_cassettes_missing() -> str | None:

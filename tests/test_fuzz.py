@@ -9,13 +9,13 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import REAL_CASSETTES
 
 from bench.fuzz import fuzz, read_every_way, seed_cassettes
 from harness.cassette.recorder import use_cassette
 from harness.cli import main
 from harness.errors import CassetteError
 from harness.serve import ReplayServer
+from tests.conftest import REAL_CASSETTES
 
 REPO = Path(__file__).resolve().parents[1]
 BUDGET_SECONDS = 4.0

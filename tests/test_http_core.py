@@ -12,13 +12,13 @@ from pathlib import Path
 
 import anthropic
 import pytest
-from harness_processes import start_serving_command
 
 from harness.cassette.recorder import use_cassette
 from harness.httpserver import LISTEN_QUEUE, HardenedHandler, is_loopback_host
 from harness.proxy import RecordingProxy
 from harness.serve import ReplayServer
 from harness.sim import Simulator
+from tests.harness_processes import start_serving_command
 
 BODY = json.dumps({"model": "sim-echo", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}).encode()
 

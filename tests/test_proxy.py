@@ -19,7 +19,6 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
-from harness_processes import start_serving_command
 
 from harness.cassette.format import load_cassette
 from harness.cassette.redact import find_secrets
@@ -28,6 +27,7 @@ from harness.errors import HarnessError
 from harness.httpserver import MISS_HEADER
 from harness.proxy import PROXY_ERROR_HEADER, RecordingProxy, _EventSplitter
 from harness.sim import Fault, Simulator
+from tests.harness_processes import start_serving_command
 
 REPO = Path(__file__).resolve().parent.parent
 KEY = "sk-ant-api03-proxy-test-key-000000000000"

@@ -207,17 +207,40 @@ def test_fail():
 
 
 def test_two_xdist_workers_recording_one_cassette_do_not_interleave(project: pytest.Pytester) -> None:
+    # Two tests, one per worker (xdist deals out fewer than two tests per worker round robin), each record three
+    # requests into one cassette. After its first request each waits until the other has reached its setup, a
+    # readiness signal written before any fixture, so before the recording lock: were the runs not taking turns,
+    # both would be under way at once here. The file must then hold each run whole and in order, one after the other.
+    (project.path / "arrived").mkdir()
+    project.makeconftest('''
+import pytest
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):  # before any fixture, so before the cassette's recording lock is taken
+    (item.config.rootpath / "arrived" / item.callspec.id).touch()
+''')
     project.makepyfile(test_shared=ASK + '''
-@pytest.mark.parametrize("n", range(6))
+import time
+from pathlib import Path
+
+@pytest.mark.parametrize("run", ["a", "b"])
 @pytest.mark.cassette(path="cassettes/shared.yaml")
-def test_shared(n):
-    ask(FakeMessagesAPI().client(), f"worker request {n}")
+def test_shared(run):
+    client = FakeMessagesAPI().client()
+    ask(client, f"run {run} request 0")
+    other = Path(__file__).parent / "arrived" / ("b" if run == "a" else "a")
+    deadline = time.monotonic() + 60  # a readiness signal, not a speed test: the other worker may start slowly
+    while not other.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for k in (1, 2):
+        ask(client, f"run {run} request {k}")
 ''')
     result = project.runpytest_subprocess("-n", "2", "--record-mode=new_episodes", "-p", "xdist")
-    result.assert_outcomes(passed=6)
-    texts = sorted(i["request"]["body"]["messages"][0]["content"]
-                   for i in load_cassette(project.path / "cassettes" / "shared.yaml").interactions)
-    assert texts == [f"worker request {n}" for n in range(6)]
+    result.assert_outcomes(passed=2)
+    texts = [i["request"]["body"]["messages"][0]["content"]
+             for i in load_cassette(project.path / "cassettes" / "shared.yaml").interactions]
+    whole_runs = [[f"run {run} request {k}" for k in range(3)] for run in "ab"]
+    assert sorted([texts[:3], texts[3:]]) == whole_runs, f"the two runs interleaved or one was lost: {texts}"
 
 
 def test_faults_marker_replays_the_run_with_a_fault_injected(project: pytest.Pytester) -> None:

@@ -12,7 +12,6 @@ from typing import Any
 
 import anthropic
 import pytest
-from dayflow_clients import dayflow_runner_reply, text_of
 
 from harness import CassetteMismatch, use_cassette
 from harness.cassette.format import load_cassette
@@ -20,6 +19,7 @@ from harness.loop import run_loop_async
 from harness.sim import Simulator
 from harness_demo.dayflow import SYSTEM_PROMPT, build_registry, user_prompt
 from harness_demo.scenarios import SCENARIOS, record_scenario, replay_scenario
+from tests.dayflow_clients import dayflow_runner_reply, text_of
 
 OFFLINE = "http://127.0.0.1:9"  # nothing listens there: a replay that tried the network would fail
 

@@ -29,13 +29,13 @@ from urllib.parse import parse_qsl, urlsplit
 import anthropic
 import pytest
 import yaml
-from loopback_server import loopback_server
 
 from harness.cassette.format import load_cassette
 from harness.cassette.importer import import_paths
 from harness.cassette.recorder import CassetteMismatch, use_cassette
 from harness.cassette.scan import scan_paths
 from harness.proxy import RecordingProxy
+from tests.loopback_server import loopback_server
 from tests.test_secrets import _base64_bodies, _streamed_texts, pieces_of
 
 MODEL = "claude-sonnet-5"

@@ -20,13 +20,13 @@ from typing import Any
 import anthropic
 import pytest
 import yaml
-from loopback_server import loopback_server
 
 from harness.cassette.format import load_cassette
 from harness.cassette.importer import import_paths
 from harness.cassette.recorder import use_cassette
 from harness.cli import main
 from harness.proxy import RecordingProxy
+from tests.loopback_server import loopback_server
 
 REPO = Path(__file__).resolve().parents[1]
 API_KEY = "sk-ant-api03-PLANTEDapikey-Qm7vX2pL9sR4tY8wZ1nB6cD3fG5hJ0kA"

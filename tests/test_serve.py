@@ -12,7 +12,6 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
-from harness_processes import start_serving_command
 
 from harness.cassette.format import CassetteFile, load_cassette, save_cassette
 from harness.cassette.recorder import CassetteMismatch, use_cassette
@@ -22,6 +21,7 @@ from harness.httpserver import MISS_HEADER, write_recorded
 from harness.proxy import RecordingProxy
 from harness.serve import STATUS_PATH, ReplayServer
 from harness.sim import Simulator
+from tests.harness_processes import start_serving_command
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = [{"name": "read_inbox", "description": "Read emails.",

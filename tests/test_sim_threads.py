@@ -15,12 +15,12 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
-from dayflow_clients import dayflow_runner_reply, text_of
 
 from harness.commands import sim as cli
 from harness.sim import MESSAGE_THREADS_BETA, Simulator
 from harness.sim.threads import Threads
 from harness_demo.dayflow import SYSTEM_PROMPT, build_registry, user_prompt
+from tests.dayflow_clients import dayflow_runner_reply, text_of
 
 BETA_HEADERS = {
     "x-api-key": "sim-key",

@@ -14,7 +14,6 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
-from harness_processes import start_serving_command
 
 from harness.cassette import format as cassette_format
 from harness.cassette.format import load_cassette
@@ -24,6 +23,7 @@ from harness.cassette.recorder import use_cassette
 from harness.errors import CassetteError
 from harness.proxy import RecordingProxy
 from harness.sim import Simulator
+from tests.harness_processes import start_serving_command
 
 
 def echo(text: str) -> dict[str, Any]:
