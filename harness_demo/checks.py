@@ -5,6 +5,8 @@ needing a reply must all appear. Matching is deterministic, no judge: an item ap
 terms occurs in the final text as whole words, ignoring case and runs of whitespace. An item's terms
 are its `mentions` when the golden gives them, else its id, its subject (and the subject's head before
 a colon), the sender's display name, first name and address.
+
+The library finds CHECKS through the entry point group `loop_harness.checks` (pyproject.toml).
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""Evals: golden fixtures and suites, the runner, the canonical results document, `harness eval` and `bless`."""
+"""Evals: golden fixtures and suites, the runner, the canonical results document (commands: harness/commands/)."""
