@@ -182,8 +182,9 @@ class Matcher:
     def play(self, found: Lookup) -> dict[str, Any]:
         """Mark the recording that answers `found` as played and return its interaction (this run's values
         put back where the recording holds placeholders)."""
+        position: int | None
         if found.drift is not None:
-            position: int | None = found.drift.recorded_position
+            position = found.drift.recorded_position
             self.index.discard(position)
             self.drifts.append(found.drift)
         else:
@@ -210,13 +211,13 @@ class Matcher:
         recorded_requests = [self.matchable(i["request"]) for i in self.recorded.interactions]
         already = [p for p, r in enumerate(recorded_requests)
                    if fingerprint_of_stored(r, self.ignore) == found.fingerprint]
-        common = {"cassette_path": self.path, "position": found.position_in_run, "method": found.method,
-                  "path": found.path}
+        miss = functools.partial(CassetteMismatch, cassette_path=self.path, position=found.position_in_run,
+                                 method=found.method, path=found.path)
         if already:
             times = "once" if len(already) == 1 else f"{len(already)} times"
             reason = f"was recorded {times} and every recording was already played"
             repeated = Change("other", "repeats", f"sent more often than the {len(already)} time(s) recorded")
-            return CassetteMismatch(**common, reason=reason, change=Drift.of(repeated), repeated=True)
+            return miss(reason=reason, change=Drift.of(repeated), repeated=True)
         nearest = nearest_recorded(found.method, found.path, found.body, recorded_requests, found.position_in_run)
         differences: list[str] = []
         change = Drift.of(Change("other", "cassette", "has no recorded request to compare with"))
@@ -230,5 +231,4 @@ class Matcher:
         reason = f"has no recording in this cassette (mode {self.mode!r} may not record)"
         if self.mode == "fork":
             reason = "has no recording in this cassette: the fork records from here"
-        return CassetteMismatch(**common, reason=reason, nearest_position=nearest, differences=differences,
-                                change=change)
+        return miss(reason=reason, nearest_position=nearest, differences=differences, change=change)

@@ -32,7 +32,6 @@ from harness.cassette import modes, transport
 from harness.cassette.capture import Capture, spans_for
 from harness.cassette.fork import ForkReport, spend_of
 from harness.cassette.format import CassetteFile
-from harness.cassette.lock import RecordingLock
 from harness.cassette.lookup import Lookup, Matcher
 from harness.cassette.match import RequestIndex
 from harness.cassette.mismatch import CassetteMismatch
@@ -40,13 +39,15 @@ from harness.cassette.modes import MODES, Mode, placeholder_credential
 from harness.cassette.normalize import Normalization
 from harness.cassette.redact import Scrubber
 from harness.cassette.sequence import Drift as ToolResultDrift
-from harness.cassette.storage import Storage, recording_turn
+from harness.cassette.storage import Storage, Turn, recording_turn
 from harness.cassette.transport import REPLAYED_HEADER, AmbiguousCassette
 from harness.cassette.transport import replayed_response as _replayed_response  # noqa: F401  (bench/fuzz.py)
 from harness.errors import CassetteError
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
+else:  # OpenTelemetry is an optional extra: at run time (typing.get_type_hints) the hint reads as Any
+    TracerProvider = Any
 
 T = TypeVar("T")
 
@@ -307,7 +308,7 @@ class use_cassette:  # a class, so one object is both the context manager and th
             "rewrite_request_ids": rewrite_request_ids, "normalize": normalize,
         }
         self._routing: contextlib.ExitStack | None = None
-        self._turn: RecordingLock | None = None
+        self._turn: Turn | None = None
         self.cassette: Cassette | None = None
 
     # -- the enter/exit path: take the recording turn, open the cassette, route requests to it; then undo ---------
@@ -323,14 +324,13 @@ class use_cassette:  # a class, so one object is both the context manager and th
                 routing.enter_context(placeholder_credential())
             routing.enter_context(cassette.installed())
         except BaseException:
-            if turn is not None:
-                turn.release()
+            turn.release()
             raise
         self._turn, self._routing, self.cassette = turn, routing, cassette
         return cassette
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        assert self._routing is not None and self.cassette is not None
+        assert self._routing is not None and self.cassette is not None and self._turn is not None
         routing, cassette, turn = self._routing, self.cassette, self._turn
         self._routing, self.cassette, self._turn = None, None, None
         try:
@@ -338,8 +338,7 @@ class use_cassette:  # a class, so one object is both the context manager and th
             if exc_type is None or cassette.save_on_error:
                 cassette.save()
         finally:
-            if turn is not None:
-                turn.release()
+            turn.release()
 
     def _again(self) -> use_cassette:
         """A fresh context with the same arguments: each call of a decorated function enters its own."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from harness.cassette import modes
 from harness.cassette.fork import fork_provenance
@@ -24,13 +24,25 @@ from harness.errors import CassetteError, HarnessError
 from harness.project import load_project
 
 
-def recording_turn(path: str | Path, mode: Mode, *, timeout: float | None = None,
-                   who: str | None = None) -> RecordingLock | None:
-    """This recorder's turn at `path`: the recording lock, held until `release()`, when a run in `mode` may
-    write the cassette; None (nothing to wait for) when it only replays. Waits `timeout` seconds at most
-    (else HARNESS_LOCK_TIMEOUT, else 300), saying after a second who holds it, then raises CassetteError."""
+class Turn(Protocol):
+    """A recorder's turn at a cassette, held until `release()`."""
+
+    def release(self) -> None: ...
+
+
+class _ReplayOnly:
+    """The turn of a run that only replays: it writes nothing, so it waits for no one."""
+
+    def release(self) -> None:
+        pass
+
+
+def recording_turn(path: str | Path, mode: Mode, *, timeout: float | None = None, who: str | None = None) -> Turn:
+    """This run's turn at `path`: the recording lock when a run in `mode` may write the cassette, else nothing
+    to wait for. Waits `timeout` seconds at most (else HARNESS_LOCK_TIMEOUT, else 300), saying after a second
+    who holds it (`who` is how this one is named to the next waiter), then raises CassetteError."""
     if not modes.may_record(mode):
-        return None
+        return _ReplayOnly()
     return RecordingLock(path, timeout=timeout, who=who).acquire()
 
 
