@@ -1,13 +1,38 @@
 """loop-harness: record, replay and evaluate Claude agent loops.
 
 The public surface is small and re-exported here; each name lives in the module of its concept.
-Imports are lazy so that `import harness` stays cheap for the pytest plugin and the CLI.
+Imports are lazy so that `import harness` stays cheap for the pytest plugin and the CLI; a type checker
+reads the same names from the imports under TYPE_CHECKING (kept equal to `_EXPORTS` by a test).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # `import x as x`: an explicit re-export, as checkers read it
+    from harness.agent_sdk import AgentSdkSession as AgentSdkSession
+    from harness.batches import batch_trajectories as batch_trajectories
+    from harness.batches import wait_for_batch as wait_for_batch
+    from harness.batches import wait_for_batch_async as wait_for_batch_async
+    from harness.cassette.normalize import Normalization as Normalization
+    from harness.cassette.normalize import Substitution as Substitution
+    from harness.cassette.recorder import Cassette as Cassette
+    from harness.cassette.recorder import CassetteMismatch as CassetteMismatch
+    from harness.cassette.recorder import use_cassette as use_cassette
+    from harness.errors import HarnessError as HarnessError
+    from harness.loop import LoopConfig as LoopConfig
+    from harness.loop import Outcome as Outcome
+    from harness.loop import RunResult as RunResult
+    from harness.loop import TokenBudget as TokenBudget
+    from harness.loop import run_loop as run_loop
+    from harness.loop import run_loop_async as run_loop_async
+    from harness.sim import Simulator as Simulator
+    from harness.testing import assert_trajectory as assert_trajectory
+    from harness.tools import Tool as Tool
+    from harness.tools import ToolRegistry as ToolRegistry
+    from harness.trajectory import Trajectory as Trajectory
+    from harness.trajectory import load_trajectory as load_trajectory
 
 __version__ = "0.1.0"
 
@@ -20,6 +45,7 @@ _EXPORTS: dict[str, str] = {
     "Tool": "harness.tools",
     "use_cassette": "harness.cassette.recorder",
     "CassetteMismatch": "harness.cassette.recorder",
+    "Cassette": "harness.cassette.recorder",
     "load_trajectory": "harness.trajectory",
     "Trajectory": "harness.trajectory",
     "Simulator": "harness.sim",

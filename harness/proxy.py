@@ -41,11 +41,11 @@ from urllib.parse import urlsplit
 import httpx2
 
 from harness.cassette.journal import Journal, journal_path, read_journal
-from harness.cassette.lock import RecordingLock
 from harness.cassette.recorder import Cassette, CassetteMismatch, Mode
 from harness.cassette.redact import redact_target
 from harness.cassette.rule_options import add_rule_arguments, rules_from_arguments
 from harness.cassette.sse import SSE_CONTENT_TYPE, parse_sse
+from harness.cassette.storage import recording_turn
 from harness.errors import HarnessError
 from harness.httpserver import (
     FRAMING,
@@ -134,8 +134,8 @@ class RecordingProxy(LoopbackServer):
         self._origin = f"{parts.scheme}://{parts.netloc}"
         self.verbose = verbose
         # The same lock as use_cassette: a proxy and a Python recorder never write one cassette at once.
-        self._file_lock = RecordingLock(cassette, timeout=lock_timeout, who=f"harness proxy --upstream {upstream}")
-        self._file_lock.acquire()
+        self._file_lock = recording_turn(cassette, mode, timeout=lock_timeout,
+                                         who=f"harness proxy --upstream {upstream}")
         try:
             self.recovered = _recover_journal(Path(cassette), cassette_options)
             if self.recovered:

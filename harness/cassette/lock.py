@@ -1,6 +1,7 @@
 """The recording lock: one writer of a cassette at a time, across threads and processes.
 
-`use_cassette` in a record mode and `harness proxy` both hold it for as long as they may write, so two
+`use_cassette` in a record mode and `harness proxy` both hold it for as long as they may write (both take it
+through `harness.cassette.storage.recording_turn`, the one place that decides when it is needed), so two
 recorders of one cassette (xdist workers, two terminals, a proxy and a test) take turns, whole runs at a
 time. The holder writes who it is beside the lock; a waiter says who holds it after `NOTICE_AFTER`
 seconds, and gives up after `timeout` seconds with an error that names the holder. Lock files live in

@@ -14,6 +14,23 @@ from typing import Literal
 Mode = Literal["none", "once", "new_episodes", "all", "rewrite", "fork"]
 MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all", "rewrite", "fork")
 
+
+# -- what the modes mean: each question asked once, here ------------------------------------------------------
+def replays(mode: str) -> bool:
+    """Whether a run in `mode` answers requests from the recordings (all and rewrite send every request)."""
+    return mode in ("none", "once", "new_episodes", "fork")
+
+
+def write_protected(mode: str, existed: bool) -> bool:
+    """Whether a run in `mode` may never write the cassette (`existed`: the file was there when the run began)."""
+    return mode == "none" or (mode == "once" and existed)
+
+
+def may_record(mode: str) -> bool:
+    """Whether a run in `mode` may write the cassette, so takes its recording lock. `once` takes it even when the
+    file exists: a recorder ahead of it may be writing the file it is about to replay."""
+    return mode != "none"
+
 # Sent nowhere: in replay every request is answered from the cassette. It only lets the SDK build a client.
 PLACEHOLDER_API_KEY = "replay-key-not-a-secret"
 _CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
