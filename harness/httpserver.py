@@ -37,7 +37,7 @@ from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
 from harness.cassette.sse import render_event
-from harness.cassette.wire import body_bytes, stored_content_type
+from harness.cassette.wire import FRAMING, HOP_BY_HOP, body_bytes, replay_headers
 from harness.errors import HarnessError
 
 LOOPBACK = "127.0.0.1"
@@ -48,14 +48,6 @@ STOP_GRACE = 0.5  # seconds a stop on SIGTERM gives the answers under way before
 MISS_HEADER = "x-harness-miss"  # set on every answer that is a harness miss, never on a recorded answer
 Timing = Literal["none", "recorded"]
 TIMINGS: tuple[str, ...] = ("none", "recorded")
-
-# Headers that describe one connection, not the message: never copied from one hop to the next.
-HOP_BY_HOP = frozenset({
-    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer",
-    "transfer-encoding", "upgrade",
-})
-# Framing this side decides for itself (bodies are sent decoded, chunked or with their own length).
-FRAMING = frozenset({"content-length", "content-encoding"})
 
 
 class ClientDisconnected(Exception):
@@ -244,6 +236,9 @@ class HardenedHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, chunked bodies
     sys_version = ""
     timeout = SOCKET_TIMEOUT  # socketserver sets it on the connection: a silent client is cut loose
+    # Head and body leave in separate writes: with Nagle on, the body waits for the delayed ACK of the head
+    # (about 40 ms a request on loopback).
+    disable_nagle_algorithm = True
     body: bytes = b""
 
     def version_string(self) -> str:
@@ -465,19 +460,6 @@ def run_until_stopped(server: LoopbackServer, *, banner: str, url_file: Path | N
 
 # ---------------------------------------------------------------------------------------------------------
 # A recorded interaction, back on the wire
-
-
-def replay_headers(stored: Mapping[str, Any]) -> list[tuple[str, str]]:
-    # Imported here: the simulator shares this module and should not load the SDK and vcrpy.
-    from harness.cassette.recorder import REPLAYED_HEADER
-
-    headers = [(name, value) for name, value in (stored.get("headers") or {}).items()
-               if name.lower() not in HOP_BY_HOP and name.lower() not in FRAMING]
-    content_type = stored_content_type(stored)
-    if content_type and not any(name.lower() == "content-type" for name, _ in headers):
-        headers.append(("content-type", content_type))
-    headers.append((REPLAYED_HEADER, "1"))
-    return headers
 
 
 def _sleep_until(moment: float) -> None:

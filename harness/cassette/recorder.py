@@ -71,12 +71,10 @@ from harness.cassette.redact import (
 )
 from harness.cassette.sequence import Drift as ToolResultDrift
 from harness.cassette.sequence import SequenceMatcher
-from harness.cassette.wire import body_bytes, store_body, stored_content_type
+from harness.cassette.wire import REPLAYED_HEADER, body_bytes, replay_headers, store_body
 from harness.errors import CassetteError, HarnessError
 from harness.fingerprint import run_fingerprints
 from harness.project import load_project
-
-REPLAYED_HEADER = "x-harness-replayed"
 
 # Set while a replayed connection failure is being raised, so the SDK's retry waits zero seconds.
 _replaying_failure: contextvars.ContextVar[bool] = contextvars.ContextVar("replaying_failure", default=False)
@@ -760,19 +758,11 @@ def _json_or_raw(body: bytes | None) -> Any:
             return {"$base64": base64.b64encode(body).decode("ascii")}
 
 
-_NOT_REPLAYED_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
-
-
 def _replayed_response(stored: dict[str, Any]) -> httpx2.Response:
     """The httpx2.Response for a stored response: its kept headers, the body bytes, unread like a real one."""
-    headers = [(name, value) for name, value in (stored.get("headers") or {}).items()
-               if name not in _NOT_REPLAYED_HEADERS]
-    content_type = stored_content_type(stored)
-    if content_type and "content-type" not in (stored.get("headers") or {}):
-        headers.append(("content-type", content_type))
-    headers.append((REPLAYED_HEADER, "1"))
     reason = stored.get("reason")
-    return httpx2.Response(stored["status"], headers=headers, stream=httpx2.ByteStream(body_bytes(stored)),
+    return httpx2.Response(stored["status"], headers=replay_headers(stored),
+                           stream=httpx2.ByteStream(body_bytes(stored)),
                            extensions={"reason_phrase": reason.encode("ascii")} if reason else None)
 
 
