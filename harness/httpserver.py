@@ -36,6 +36,7 @@ from types import TracebackType
 from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
+from harness.cassette.format import atomic_write_text
 from harness.cassette.sse import render_event
 from harness.cassette.wire import FRAMING, HOP_BY_HOP, body_bytes, replay_headers
 from harness.errors import HarnessError
@@ -45,6 +46,7 @@ LISTEN_QUEUE = 128  # socketserver's default of 5 resets connections from a burs
 SOCKET_TIMEOUT = 60.0  # seconds a connection may sit silent (mid-request or between requests) before it is closed
 MAX_BODY_BYTES = 64 * 1024 * 1024  # the largest request body read (the API's own limit is 32 MB)
 STOP_GRACE = 0.5  # seconds a stop on SIGTERM gives the answers under way before it cuts their connections
+DONE_GRACE = 5.0  # seconds a run that ended by itself (`done`) gives the last answers to finish
 MISS_HEADER = "x-harness-miss"  # set on every answer that is a harness miss, never on a recorded answer
 Timing = Literal["none", "recorded"]
 TIMINGS: tuple[str, ...] = ("none", "recorded")
@@ -73,6 +75,12 @@ class IncomingRequest:
     @property
     def query(self) -> str:
         return urlsplit(self.target).query
+
+    def header(self, name: str) -> str | None:
+        """The last value of header `name`, whatever its case on the wire; None when absent."""
+        wanted = name.lower()
+        found = [value for key, value in self.headers if key.lower() == wanted]
+        return found[-1] if found else None
 
 
 def chunk_frame(data: bytes) -> bytes:
@@ -124,17 +132,17 @@ class Responder:
     def write_chunk(self, data: bytes) -> None:
         if not data:
             return  # an empty chunk would end the body
-        self._write(chunk_frame(data))
+        self.write(chunk_frame(data))
 
     def finish(self) -> None:
         """End a chunked body properly (a dropped connection instead is a truncated stream)."""
         if self._chunked:
-            self._write(b"0\r\n\r\n")
+            self.write(b"0\r\n\r\n")
 
     def send_body(self, status: int, headers: Iterable[tuple[str, str]], body: bytes, *,
                   reason: str | None = None) -> None:
         self.send_head(status, headers, length=len(body), reason=reason)
-        self._write(body)
+        self.write(body)
 
     def send_json(self, status: int, payload: Any, headers: Iterable[tuple[str, str]] = ()) -> None:
         data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
@@ -144,7 +152,8 @@ class Responder:
         """Close abruptly (RST, no FIN handshake): the client sees a broken connection or stream."""
         drop_connection(self._handler)
 
-    def _write(self, data: bytes) -> None:
+    def write(self, data: bytes) -> None:
+        """Bytes of the body as they are (after `send_head`), flushed at once."""
         try:
             self._handler.wfile.write(data)
             self._handler.wfile.flush()
@@ -367,11 +376,13 @@ class _Handler(HardenedHandler):
 
 
 class LoopbackServer:
-    """An HTTP server on 127.0.0.1 only, served from a daemon thread. Subclasses implement `handle`."""
+    """An HTTP server on loopback only (127.0.0.1 unless `host` names another loopback address), served
+    from a daemon thread. Subclasses implement `handle`."""
 
     server_name = "harness"
 
-    def __init__(self, *, port: int = 0) -> None:
+    def __init__(self, *, host: str = LOOPBACK, port: int = 0) -> None:
+        self.host = host
         self.port = port
         self._server: HttpServer | None = None
         self._thread: threading.Thread | None = None
@@ -388,9 +399,9 @@ class LoopbackServer:
             return self
         self.stopped = False
         try:
-            self._server = HttpServer((LOOPBACK, self.port), _Handler)
+            self._server = HttpServer((self.host, self.port), _Handler)
         except OSError as err:
-            raise HarnessError(f"cannot listen on {LOOPBACK}:{self.port}: {err.strerror or err}") from None
+            raise HarnessError(f"cannot listen on {self.host}:{self.port}: {err.strerror or err}") from None
         self._server.owner = self
         self.port = self._server.server_address[1]
         self._thread = serve_in_thread(self._server, self.server_name)
@@ -418,7 +429,8 @@ class LoopbackServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://{LOOPBACK}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
 
     def _begin(self) -> None:
         with self._idle:
@@ -431,8 +443,12 @@ class LoopbackServer:
 
 
 def run_until_stopped(server: LoopbackServer, *, banner: str, url_file: Path | None = None,
-                      on_stop: Callable[[], None] | None = None) -> None:
-    """Serve in the foreground until Ctrl-C or SIGTERM; then stop, and call `on_stop` (saving, reports)."""
+                      on_stop: Callable[[], None] | None = None, done: Callable[[], bool] | None = None) -> None:
+    """Serve in the foreground until Ctrl-C, SIGTERM or `done()`; then stop, and call `on_stop` (saving, reports).
+
+    The URL goes to `url_file` in one atomic write, so a script that waits for the file never reads half a URL.
+    A signal stops within a second (`STOP_GRACE`); `done` ending the run lets the last answers finish first.
+    """
     stop = threading.Event()
     if threading.current_thread() is threading.main_thread():
         # Both signals set the event (rather than raising in the middle of whatever runs): the stop is
@@ -440,12 +456,15 @@ def run_until_stopped(server: LoopbackServer, *, banner: str, url_file: Path | N
         for number in (signal.SIGINT, signal.SIGTERM):
             signal.signal(number, lambda *_: stop.set())
     server.start()
+    finished = False
     try:
         print(banner.format(url=server.base_url), flush=True)
         if url_file is not None:
-            url_file.write_text(server.base_url + "\n", encoding="utf-8")
+            atomic_write_text(url_file, server.base_url + "\n")
         while not stop.wait(0.05):
-            pass
+            if done is not None and done():
+                finished = True
+                break
     except KeyboardInterrupt:
         pass
     finally:
@@ -453,7 +472,7 @@ def run_until_stopped(server: LoopbackServer, *, banner: str, url_file: Path | N
             # A second Ctrl-C while we finish must not interrupt a save half-way.
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        server.stop(STOP_GRACE)  # SIGTERM means now: the process is gone within a second
+        server.stop(DONE_GRACE if finished else STOP_GRACE)  # SIGTERM means now: gone within a second
         if on_stop is not None:
             on_stop()
 

@@ -24,19 +24,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
-from urllib.parse import urlsplit
 
 from harness.errors import HarnessError
-from harness.httpserver import (
-    HardenedHandler,
-    HttpServer,
-    chunk_frame,
-    drop_connection,
-    serve_in_thread,
-    stop_serving,
-)
+from harness.httpserver import IncomingRequest, LoopbackServer, Responder
 from harness.sim import ids
 from harness.sim.conversation import Conversation
 from harness.sim.faults import Fault, normalize_faults
@@ -99,8 +90,14 @@ def _bind_address(host: str) -> str:
     return host
 
 
-class Simulator:
-    """A Messages API simulator on loopback, served from a daemon thread. Use as a context manager."""
+class Simulator(LoopbackServer):
+    """A Messages API simulator on loopback, served from a daemon thread. Use as a context manager.
+
+    The HTTP side (reading and checking requests, timeouts, the listen queue, streaming writes, stop) is
+    the server core's (`harness.httpserver`); this class holds the simulated service and its routes.
+    """
+
+    server_name = "harness-sim"
 
     def __init__(
         self,
@@ -121,8 +118,7 @@ class Simulator:
         first is the default when `model` does not say otherwise. `policy` is the older name of `model`."""
         from harness.sim.script import load_script
 
-        self.host = _bind_address(host)
-        self.port = port
+        super().__init__(host=_bind_address(host), port=port)
         self.seed = seed
         self.verbose = verbose
         loaded = [load_script(path) for path in scripts]
@@ -147,44 +143,23 @@ class Simulator:
         self._ledger = CacheLedger()
         self.threads = Threads(enabled=threads)
         self.resources = Resources(seed, self.models.names)
-        self._lock = threading.Condition()
+        self._lock = threading.Lock()
         self._requests_seen = 0
-        self._in_flight = 0
-        self._server: HttpServer | None = None
-        self._thread: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> Simulator:
-        if self._server is not None:
-            return self
-        self._server = HttpServer((self.host, self.port), _Handler)
-        self._server.owner = self
-        self.port = self._server.server_address[1]
-        self._thread = serve_in_thread(self._server, "harness-sim")
+        super().start()
         return self
 
-    def stop(self, *, drain: float = 0.0) -> None:
-        """Stop serving. With `drain`, first wait up to that many seconds for answers still being sent."""
-        server, self._server = self._server, None
-        if server is None:
-            return
-        with self._lock:
-            self._lock.wait_for(lambda: self._in_flight == 0, timeout=drain)
-        stop_serving(server, self._thread)
-        server.close_open_connections()
+    def stop(self, grace: float = 0.0) -> None:
+        """Stop serving. With `grace`, first give answers still being sent up to that many seconds."""
+        super().stop(grace)
 
     def __enter__(self) -> Simulator:
         return self.start()
 
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    @property
-    def base_url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+    def handle(self, request: IncomingRequest, responder: Responder) -> None:
+        _Exchange(self, request, responder).answer()
 
     @property
     def requests_seen(self) -> int:
@@ -213,20 +188,31 @@ class Simulator:
             )
 
 
-class _Handler(HardenedHandler):
-    """The sim's routes. Reading and checking the request (framing, Host, target) and the socket's
-    timeouts are the shared server core's (`harness.httpserver`); Simulator(verbose=True) logs."""
+class _Exchange:
+    """One request and its answer: the sim's routes. The request arrives read and checked (framing, Host,
+    target) by the server core, and the answer leaves through its `Responder`; Simulator(verbose=True) logs."""
 
-    server: HttpServer
-    server_version = "harness-sim"
+    def __init__(self, sim: Simulator, request: IncomingRequest, responder: Responder) -> None:
+        self.sim = sim
+        self.request = request
+        self.responder = responder
+        self.headers = dict(request.headers)  # names as the client sent them
+        self.path = request.path.rstrip("/")
 
-    # -- plumbing ----------------------------------------------------------------------------------
-    @property
-    def sim(self) -> Simulator:
-        return self.server.owner
-
-    def _read_body(self) -> bytes:
-        return self.body  # read and checked by HardenedHandler before any route runs
+    def answer(self) -> None:
+        method, raw = self.request.method, self.request.body
+        if method == "GET" and self.path == "/health":
+            self._send_json(
+                200,
+                {"status": "ok", "simulator": "harness", "policies": list(POLICIES), "models": self.sim.models.names()},
+                {"x-harness-simulator": "1"},
+            )
+        elif method == "POST" and self.path == "/v1/messages":
+            self._messages(raw, self.path)
+        elif method == "POST" and self.path == "/v1/messages/count_tokens":
+            self._count_tokens(raw, self.path)
+        elif not self._resources(method, raw):
+            self._not_found(self.path)
 
     def _common_headers(self, request_id: str, index: int | None, chosen: Chosen | None) -> dict[str, str]:
         remaining = REQUESTS_LIMIT - 1 - (index or 0) % REQUESTS_LIMIT
@@ -245,24 +231,15 @@ class _Handler(HardenedHandler):
             headers[MODEL_HEADER] = chosen.name
         return headers
 
-    def _send_head(self, status: int, headers: Mapping[str, str]) -> None:
-        self.send_response(status, _STATUS_TEXT.get(status))
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-
     def _send_json(self, status: int, payload: Any, headers: Mapping[str, str], *, cut: bool = False) -> None:
         data = dumps(payload)
-        self._send_head(
-            status, {**headers, "content-type": "application/json", "content-length": str(len(data))}
-        )
+        head = {**headers, "content-type": "application/json"}.items()
         if cut:  # promise the whole body, deliver half, then drop the connection
-            self.wfile.write(data[: len(data) // 2])
-            self.wfile.flush()
-            self._drop_connection()
+            self.responder.send_head(status, head, length=len(data), reason=_STATUS_TEXT.get(status))
+            self.responder.write(data[: len(data) // 2])
+            self.responder.drop()
             return
-        self.wfile.write(data)
-        self.wfile.flush()
+        self.responder.send_body(status, head, data, reason=_STATUS_TEXT.get(status))
 
     def _send_error(
         self,
@@ -275,70 +252,27 @@ class _Handler(HardenedHandler):
         merged = {**headers, "x-should-retry": should_retry, **(extra or {})}
         self._send_json(error.status, error_body(error, request_id), merged)
 
-    def _drop_connection(self) -> None:
-        drop_connection(self)
-
-    def _write_chunk(self, data: bytes) -> None:
-        self.wfile.write(chunk_frame(data))
-        self.wfile.flush()
-
     # -- routes ------------------------------------------------------------------------------------
-    def do_GET(self) -> None:
-        path = urlsplit(self.path).path.rstrip("/")
-        if path == "/health":
-            self._send_json(
-                200,
-                {"status": "ok", "simulator": "harness", "policies": list(POLICIES), "models": self.sim.models.names()},
-                {"x-harness-simulator": "1"},
-            )
-            return
-        if not self._resources("GET", b""):
-            self._not_found(path)
-
-    def do_DELETE(self) -> None:
-        if not self._resources("DELETE", self._read_body()):
-            self._not_found(urlsplit(self.path).path.rstrip("/"))
-
-    def do_POST(self) -> None:
-        with self.sim._lock:
-            self.sim._in_flight += 1
-        try:
-            path = urlsplit(self.path).path.rstrip("/")
-            raw = self._read_body()
-            if path == "/v1/messages":
-                self._messages(raw, path)
-            elif path == "/v1/messages/count_tokens":
-                self._count_tokens(raw, path)
-            elif not self._resources("POST", raw):
-                self._not_found(path)
-        finally:
-            with self.sim._lock:
-                self.sim._in_flight -= 1
-                self.sim._lock.notify_all()
-
     def _resources(self, method: str, raw: bytes) -> bool:
         """Files, Message Batches and Models (`harness.sim.routes`); False when the path is none of those."""
-        url = urlsplit(self.path)
+        url = self.request  # its path and query
         request_id = ids.request_id(self.sim.seed, ids.request_fingerprint([method, url.path, url.query]), -1)
 
         def answer_message(params: Any) -> tuple[dict[str, Any] | None, ApiError | None]:
             message, _chosen, error, _fault = self._answer(params, ids.request_fingerprint(params))
             return message, error
 
-        answer = self.sim.resources.answer(method, url.path, url.query, dict(self.headers.items()), raw,
+        answer = self.sim.resources.answer(method, url.path, url.query, self.headers, raw,
                                            base_url=self.sim.base_url, request_id=request_id,
                                            answer_message=answer_message)
         if answer is None:
             return False
         self.sim._record(Served(None, url.path, answer.status, None, None, False,
-                                self.headers.get("x-stainless-retry-count")))
-        headers = {**self._common_headers(request_id, None, None), **answer.headers,
-                   "content-length": str(len(answer.body))}
+                                self.request.header("x-stainless-retry-count")))
+        headers = {**self._common_headers(request_id, None, None), **answer.headers}
         if answer.status >= 400:
             headers["x-should-retry"] = "false"
-        self._send_head(answer.status, headers)
-        self.wfile.write(answer.body)
-        self.wfile.flush()
+        self.responder.send_body(answer.status, headers.items(), answer.body, reason=_STATUS_TEXT.get(answer.status))
         return True
 
     def _not_found(self, path: str) -> None:
@@ -357,7 +291,7 @@ class _Handler(HardenedHandler):
             return None, ApiError(400, "invalid_request_error", f"The request body is not valid JSON: {err}")
 
     def _checked(self, raw: bytes, check: Callable[[Any], ApiError | None]) -> tuple[Any, ApiError | None]:
-        error = check_auth(dict(self.headers.items()))
+        error = check_auth(self.headers)
         if error:
             return None, error
         body, error = self._parse(raw)
@@ -369,7 +303,7 @@ class _Handler(HardenedHandler):
         headers = self._common_headers(request_id, None, None)
         status = error.status if error else 200
         self.sim._record(
-            Served(None, path, status, None, None, False, self.headers.get("x-stainless-retry-count"))
+            Served(None, path, status, None, None, False, self.request.header("x-stainless-retry-count"))
         )
         if error:
             self._send_error(error, request_id, headers)
@@ -389,7 +323,7 @@ class _Handler(HardenedHandler):
         # it continues from, whose id is itself a hash of the conversation before it.
         fingerprint = ids.request_fingerprint(loose if loose is not None else raw.hex())
         request_id = ids.request_id(sim.seed, fingerprint, index)
-        retry_count = self.headers.get("x-stainless-retry-count")
+        retry_count = self.request.header("x-stainless-retry-count")
         thread = thread_kind(loose)
 
         # Each path records before it writes: a client may act on the answer (and a test inspect
@@ -403,7 +337,7 @@ class _Handler(HardenedHandler):
         if fault and self._fault_answers(fault, request_id, index, stream, record, None):
             return
 
-        request_headers = dict(self.headers.items())
+        request_headers = self.headers
         body, error = self._checked(raw, lambda checked: sim.threads.check(checked, request_headers))
         turn: ThreadTurn | None = None
         if not error:
@@ -447,7 +381,7 @@ class _Handler(HardenedHandler):
         error = check_messages_request(body)
         if not error:
             try:
-                chosen = sim.models.choose(body, dict(self.headers.items()), sim.policy)
+                chosen = sim.models.choose(body, self.headers, sim.policy)
             except UnknownModel as err:
                 error = not_found(err) if err.source == "model" else ApiError(400, "invalid_request_error", str(err))
         if error:
@@ -497,21 +431,17 @@ class _Handler(HardenedHandler):
             return True
         if kind == "disconnect":
             record(0, chosen)
-            self._drop_connection()
+            self.responder.drop()
             return True
         if kind == "slow":
             time.sleep(fault.delay)
         return False
 
     def _stream(self, message: dict[str, Any], headers: Mapping[str, str], fault: Fault | None) -> None:
-        self._send_head(
+        self.responder.send_head(
             200,
-            {
-                **headers,
-                "content-type": "text/event-stream; charset=utf-8",
-                "cache-control": "no-cache",
-                "transfer-encoding": "chunked",
-            },
+            {**headers, "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}.items(),
+            chunked=True,
         )
         events = message_events(message)
         strike = fault.kind if fault and fault.kind in ("cut-stream", "sse-error") else None
@@ -520,10 +450,9 @@ class _Handler(HardenedHandler):
         for sent, (name, data) in enumerate(events):
             if sent == strike_at:
                 if strike == "cut-stream":
-                    self._drop_connection()
+                    self.responder.drop()
                     return
-                self._write_chunk(encode_event(*error_event("overloaded_error", "Overloaded")))
+                self.responder.write_chunk(encode_event(*error_event("overloaded_error", "Overloaded")))
                 break
-            self._write_chunk(encode_event(name, data))
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+            self.responder.write_chunk(encode_event(name, data))
+        self.responder.finish()
