@@ -439,10 +439,9 @@ class Cassette:
     def record_failure(self, request: httpx2.Request, raw_body: bytes, error: httpx2.TransportError) -> None:
         """A request that got no response (vcrpy records only responses): kept, so that replay fails the
         same way and the SDK's retry of it replays too."""
-        kind = ("timeout" if isinstance(error, httpx2.TimeoutException)
-                else "connect" if isinstance(error, httpx2.ConnectError) else "disconnect")
         self.record(method=request.method, url=str(request.url), request_headers=request.headers.multi_items(),
-                    request_body=raw_body, error={"kind": kind, "message": f"{type(error).__name__}: {error}"})
+                    request_body=raw_body,
+                    error={"kind": failure_kind(error), "message": f"{type(error).__name__}: {error}"})
 
     def this_run(self) -> CassetteFile:
         """The run that just happened, from memory: each exchange as it was played or recorded, in order.
@@ -764,6 +763,17 @@ def _replayed_response(stored: dict[str, Any]) -> httpx2.Response:
     return httpx2.Response(stored["status"], headers=replay_headers(stored),
                            stream=httpx2.ByteStream(body_bytes(stored)),
                            extensions={"reason_phrase": reason.encode("ascii")} if reason else None)
+
+
+def failure_kind(error: httpx2.RequestError) -> str:
+    """How a cassette names a request that got no answer, in process and behind the proxy alike.
+
+    Any timeout is `timeout`, a connect timeout included: the SDK raises APITimeoutError for it (not
+    APIConnectionError), and replaying `timeout` raises a timeout again. `connect`: no connection was made.
+    """
+    if isinstance(error, httpx2.TimeoutException):
+        return "timeout"
+    return "connect" if isinstance(error, httpx2.ConnectError) else "disconnect"
 
 
 def _connection_error(error: dict[str, Any], request: httpx2.Request) -> Exception:
