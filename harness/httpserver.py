@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 from urllib.parse import urlsplit
 
 from harness.cassette.format import atomic_write_text
@@ -50,6 +50,14 @@ DONE_GRACE = 5.0  # seconds a run that ended by itself (`done`) gives the last a
 MISS_HEADER = "x-harness-miss"  # set on every answer that is a harness miss, never on a recorded answer
 Timing = Literal["none", "recorded"]
 TIMINGS: tuple[str, ...] = ("none", "recorded")
+
+
+class Clock(Protocol):
+    """What the servers wait on: the `time` module, or a fake one in a test (only sleeping moves it)."""
+
+    def monotonic(self) -> float: ...
+
+    def sleep(self, seconds: float, /) -> None: ...
 
 
 class ClientDisconnected(Exception):

@@ -19,6 +19,7 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
+from clocks import FakeClock
 from harness_processes import start_serving_command
 
 from harness.cassette.format import load_cassette
@@ -183,9 +184,13 @@ def test_disconnect_then_retry(tmp_path: Path) -> None:
 
 def test_upstream_timeout_is_recorded_as_timeout(tmp_path: Path) -> None:
     path = tmp_path / "run.yaml"
-    with Simulator(faults={0: Fault("slow", delay=2.0)}) as sim, \
-            RecordingProxy(sim.base_url, path, timeout=0.2) as proxy:
-        response = httpx2.post(f"{proxy.base_url}/v1/messages", json=echo("hi"), headers={"x-api-key": KEY})
+    clock = FakeClock(hold=True)  # the upstream stays silent until the test lets it go
+    try:
+        with Simulator(faults={0: Fault("slow", delay=2.0)}, clock=clock) as sim, \
+                RecordingProxy(sim.base_url, path, timeout=0.2) as proxy:
+            response = httpx2.post(f"{proxy.base_url}/v1/messages", json=echo("hi"), headers={"x-api-key": KEY})
+    finally:
+        clock.release()
     assert response.status_code == 502 and response.headers[PROXY_ERROR_HEADER] == "timeout"
     assert load_cassette(path).interactions[0]["error"]["kind"] == "timeout"
 

@@ -27,15 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.httpserver import IncomingRequest, LoopbackServer, Responder
+from harness.httpserver import Clock, IncomingRequest, LoopbackServer, Responder
 from harness.sim import ids
 from harness.sim.conversation import Conversation
-from harness.sim.faults import Fault, normalize_faults
+from harness.sim.faults import ERROR_STATUSES, Fault, cut_body, normalize_faults, stream_error
 from harness.sim.models import MODEL_HEADER, Chosen, Models, UnknownModel, not_found
 from harness.sim.policies import POLICIES
 from harness.sim.responses import build_message, dumps, error_body
 from harness.sim.routes import Resources
-from harness.sim.sse import encode_event, error_event, message_events
+from harness.sim.sse import encode_event, message_events
 from harness.sim.threads import Threads, ThreadTurn, thread_kind
 from harness.sim.tokens import CacheLedger, count_input
 from harness.sim.validation import ApiError, check_auth, check_count_tokens_request, check_messages_request
@@ -46,17 +46,7 @@ TOKENS_LIMIT = 2_400_000
 INPUT_TOKENS_LIMIT = 2_000_000
 OUTPUT_TOKENS_LIMIT = 400_000
 
-_ERROR_FAULTS = {
-    "429": ApiError(
-        429,
-        "rate_limit_error",
-        "Number of requests has exceeded your per-minute rate limit "
-        "(https://docs.claude.com/en/api/rate-limits); see the response headers for current usage. "
-        "Please try again later.",
-    ),
-    "529": ApiError(529, "overloaded_error", "Overloaded"),
-    "500": ApiError(500, "api_error", "Internal server error"),
-}
+_ERROR_FAULTS = {kind: ApiError(*status) for kind, status in ERROR_STATUSES.items()}
 _STATUS_TEXT = {529: "Site Overloaded"}
 
 
@@ -111,15 +101,18 @@ class Simulator(LoopbackServer):
         threads: bool = True,
         model: str | Callable[[dict[str, Any]], Any] | None = None,
         scripts: Sequence[str | Path] = (),
+        clock: Clock = time,
     ) -> None:
         """`model`: the default model for requests that name a Claude model id, either a simulator model
         name (`sim-auto:serial`, `sim-<script>`) or a callable (a function model, see
         `harness.sim.function_model`). `scripts`: YAML model scripts, each served as `sim-<name>`; the
-        first is the default when `model` does not say otherwise. `policy` is the older name of `model`."""
+        first is the default when `model` does not say otherwise. `policy` is the older name of `model`.
+        `clock`: what a "slow" fault sleeps on (the `time` module; a test passes a fake one)."""
         from harness.sim.script import load_script
 
         super().__init__(host=_bind_address(host), port=port)
         self.seed = seed
+        self.clock = clock
         self.verbose = verbose
         loaded = [load_script(path) for path in scripts]
         self.models = Models(
@@ -236,7 +229,7 @@ class _Exchange:
         head = {**headers, "content-type": "application/json"}.items()
         if cut:  # promise the whole body, deliver half, then drop the connection
             self.responder.send_head(status, head, length=len(data), reason=_STATUS_TEXT.get(status))
-            self.responder.write(data[: len(data) // 2])
+            self.responder.write(cut_body(data))
             self.responder.drop()
             return
         self.responder.send_body(status, head, data, reason=_STATUS_TEXT.get(status))
@@ -417,24 +410,17 @@ class _Exchange:
     ) -> bool:
         """Carry out a fault; True when it replaced the answer, False when the normal answer follows."""
         headers = self._common_headers(request_id, index, chosen)
-        kind = "529" if fault.kind == "sse-error" and not stream else fault.kind
+        kind = fault.struck_kind(stream)
         if kind in _ERROR_FAULTS:
             record(_ERROR_FAULTS[kind].status, chosen)
-            # Whole seconds in retry-after (what the real API sends); the SDK prefers the precise -ms one.
-            extra = {
-                "retry-after": str(int(fault.retry_after)),
-                "retry-after-ms": str(round(fault.retry_after * 1000)),
-            }
-            if kind == "429":
-                extra["anthropic-ratelimit-requests-remaining"] = "0"
-            self._send_error(_ERROR_FAULTS[kind], request_id, headers, extra)
+            self._send_error(_ERROR_FAULTS[kind], request_id, headers, fault.error_headers(kind))
             return True
         if kind == "disconnect":
             record(0, chosen)
             self.responder.drop()
             return True
         if kind == "slow":
-            time.sleep(fault.delay)
+            self.sim.clock.sleep(fault.delay)
         return False
 
     def _stream(self, message: dict[str, Any], headers: Mapping[str, str], fault: Fault | None) -> None:
@@ -445,14 +431,13 @@ class _Exchange:
         )
         events = message_events(message)
         strike = fault.kind if fault and fault.kind in ("cut-stream", "sse-error") else None
-        # A fault always fires: with fewer events than after_events, it strikes before message_stop.
-        strike_at = min(fault.after_events, len(events) - 1) if fault and strike else len(events)
+        strike_at = fault.strike_at(len(events)) if fault and strike else len(events)
         for sent, (name, data) in enumerate(events):
             if sent == strike_at:
                 if strike == "cut-stream":
                     self.responder.drop()
                     return
-                self.responder.write_chunk(encode_event(*error_event("overloaded_error", "Overloaded")))
+                self.responder.write_chunk(encode_event("error", stream_error()))
                 break
             self.responder.write_chunk(encode_event(name, data))
         self.responder.finish()
