@@ -10,9 +10,12 @@ A hardened HTTP/1.1 server on loopback, served from a daemon thread:
   DNS name to 127.0.0.1 cannot read these servers (DNS rebinding);
 - socket timeouts, so half-open connections do not hold a thread each for ever;
 - a listen queue of 128 (socketserver's default of 5 resets connections from a burst of clients);
+- TCP_NODELAY, since a head and its body leave in separate writes (Nagle would hold the body ~40 ms);
 - a stop that ends the keep-alive connections still open, so a stopped server answers nothing more.
 
-On top of it: a responder that writes a head, then chunks with a flush after each (so a client sees
+A front end is a `LoopbackServer` subclass with one method, `handle(request, responder)`: the
+simulator (`harness.sim.server`), the recording proxy (`harness.proxy`) and the replay server
+(`harness.serve`). On top of it: a responder that writes a head, then chunks with a flush after each (so a client sees
 every SSE event when it is sent), and can drop the connection the way a dying server does; errors in
 the Messages API's shape; and `write_recorded`, which puts one recorded interaction back on the wire.
 """
@@ -91,21 +94,6 @@ class IncomingRequest:
         return found[-1] if found else None
 
 
-def chunk_frame(data: bytes) -> bytes:
-    """One chunk of a chunked body, sent with a flush so the client sees it (an SSE event) at once."""
-    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
-
-
-def drop_connection(handler: BaseHTTPRequestHandler) -> None:
-    """Close abruptly (RST, no FIN handshake), the way a dying proxy or server does."""
-    handler.close_connection = True
-    with contextlib.suppress(OSError):
-        handler.wfile.flush()
-    with contextlib.suppress(OSError):
-        handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        handler.connection.shutdown(socket.SHUT_RDWR)
-
-
 class Responder:
     """Writes one answer: a head, then a whole body or chunks; or drops the connection."""
 
@@ -138,9 +126,10 @@ class Responder:
         self._chunked = chunked
 
     def write_chunk(self, data: bytes) -> None:
+        """One chunk of a chunked body, flushed so that the client sees it (an SSE event) at once."""
         if not data:
             return  # an empty chunk would end the body
-        self.write(chunk_frame(data))
+        self.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
 
     def finish(self) -> None:
         """End a chunked body properly (a dropped connection instead is a truncated stream)."""
@@ -157,8 +146,15 @@ class Responder:
         self.send_body(status, [*headers, ("content-type", "application/json")], data)
 
     def drop(self) -> None:
-        """Close abruptly (RST, no FIN handshake): the client sees a broken connection or stream."""
-        drop_connection(self._handler)
+        """Close abruptly (RST, no FIN handshake), the way a dying server does: the client sees a broken
+        connection or stream."""
+        handler = self._handler
+        handler.close_connection = True
+        with contextlib.suppress(OSError):
+            handler.wfile.flush()
+        with contextlib.suppress(OSError):
+            handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            handler.connection.shutdown(socket.SHUT_RDWR)
 
     def write(self, data: bytes) -> None:
         """Bytes of the body as they are (after `send_head`), flushed at once."""
@@ -247,7 +243,7 @@ def read_body(rfile: Any, headers: Any) -> bytes:
 class HardenedHandler(BaseHTTPRequestHandler):
     """Reads and checks each request before any route runs: target, Host, framing; the body is `self.body`.
 
-    The sim's handler and the one under `LoopbackServer` (proxy, serve) both derive from it.
+    The handler under every `LoopbackServer` (sim, proxy, serve) derives from it.
     """
 
     protocol_version = "HTTP/1.1"  # keep-alive, chunked bodies
@@ -343,21 +339,6 @@ class HttpServer(ThreadingHTTPServer):
                 connection.shutdown(socket.SHUT_RDWR)
 
 
-def serve_in_thread(server: HttpServer, name: str) -> threading.Thread:
-    # A short poll interval keeps stop() quick: shutdown() waits for the loop's next poll.
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, name=name, daemon=True)
-    thread.start()
-    return thread
-
-
-def stop_serving(server: HttpServer, thread: threading.Thread | None) -> None:
-    """Stop accepting and close the listening socket (connections still open are the caller's to end)."""
-    server.shutdown()
-    server.server_close()
-    if thread is not None:
-        thread.join(timeout=5)
-
-
 class _Handler(HardenedHandler):
     server: HttpServer
 
@@ -412,7 +393,10 @@ class LoopbackServer:
             raise HarnessError(f"cannot listen on {self.host}:{self.port}: {err.strerror or err}") from None
         self._server.owner = self
         self.port = self._server.server_address[1]
-        self._thread = serve_in_thread(self._server, self.server_name)
+        # A short poll interval keeps stop() quick: shutdown() waits for the loop's next poll.
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name=self.server_name, daemon=True)
+        self._thread.start()
         return self
 
     def stop(self, grace: float = 5.0) -> None:
@@ -421,7 +405,10 @@ class LoopbackServer:
         if server is None:
             return
         self.stopped = True
-        stop_serving(server, self._thread)
+        server.shutdown()  # stop accepting, and close the listening socket
+        server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
         deadline = time.monotonic() + grace
         with self._idle:
             while self._in_flight and (left := deadline - time.monotonic()) > 0:

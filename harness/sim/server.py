@@ -2,7 +2,8 @@
 
 POST /v1/messages (with or without ?beta=true) and POST /v1/messages/count_tokens; GET /health for
 scripts that wait for it. Each /v1/messages request gets the next index (0-based); a fault registered
-at that index fires instead of (or around) the normal answer. Otherwise: auth, validation, the model
+at that index fires instead of (or around) the normal answer (kinds and wire form: `harness.sim.faults`,
+shared with `harness chaos`). Otherwise: auth, validation, the model
 (`harness.sim.models`; a script's turn may ask for a fault too),
 then JSON or an SSE stream sent event by event with a flush after each (chunked framing). A request
 with `thread` (the message-threads beta) is answered from the conversation the server holds for it;
@@ -12,6 +13,9 @@ Headers copy the real service's (request-id, anthropic-ratelimit-*, x-should-ret
 `x-harness-simulator: 1`, `x-harness-sim-model` (the simulator model that answered, e.g. sim-auto) and
 `x-harness-sim-policy` (its bare name). Rate-limit reset times use the simulated clock
 (`SIMULATED_NOW`) rather than the wall clock, so recorded headers stay the same from run to run.
+
+The HTTP side (reading and checking requests, timeouts, streaming writes, stop) is the server core's,
+`harness.httpserver`: `Simulator` is a `LoopbackServer` and `_Exchange` answers one request.
 """
 
 from __future__ import annotations
