@@ -36,35 +36,21 @@ from unittest import mock
 import httpx2
 from anthropic._base_client import BaseClient
 
-from harness.cassette.recorder import REPLAYED_HEADER, Cassette, Lookup
+from harness.cassette.recorder import Cassette, Lookup
 from harness.cassette.sse import SSE_CONTENT_TYPE, render_sse
-from harness.cassette.wire import body_bytes, stored_content_type
+from harness.cassette.wire import body_bytes, replay_headers
 from harness.errors import HarnessError, absolute
 from harness.report._text import counted
+from harness.sim.faults import CHAOS_KINDS, ERROR_STATUSES, KINDS, Fault, cut_body, stream_error
+from harness.sim.faults import normalize_faults as normalize_fault_map
 
 if TYPE_CHECKING:
     from harness.loop import RunResult
     from harness.project import ProjectScenario
     from harness_demo.scenarios import Scenario
 
-# kind -> what the client sees at the chosen request
-FAULTS: dict[str, str] = {
-    "429": "HTTP 429 rate_limit_error (retry-after, x-should-retry: true)",
-    "529": "HTTP 529 overloaded_error",
-    "500": "HTTP 500 api_error",
-    "timeout": "no answer before the read timeout (httpx2.ReadTimeout)",
-    "disconnect": "the connection closes before any status line (httpx2.RemoteProtocolError)",
-    "cut-stream": "the recorded answer, cut off mid-body: after 3 SSE events, or half of a JSON body",
-    "sse-error": "the recorded stream with an `error` event (overloaded_error) after 3 events; "
-    "a request that did not ask to stream gets a 529",
-}
-EVENTS_BEFORE_STRIKE = 3  # as the simulator's default: message_start and a little content get through
-
-_ERROR_STATUS = {
-    "429": (429, "rate_limit_error", "Number of requests has exceeded your rate limit (injected by harness chaos)."),
-    "529": (529, "overloaded_error", "Overloaded (injected by harness chaos)"),
-    "500": (500, "api_error", "Internal server error (injected by harness chaos)"),
-}
+# kind -> what the client sees at the chosen request: the shared vocabulary's kinds that chaos can inject
+FAULTS: dict[str, str] = {kind: KINDS[kind] for kind in CHAOS_KINDS}
 
 
 @dataclass(frozen=True)
@@ -84,14 +70,8 @@ class FiredFault:
 
 def normalize_faults(faults: Mapping[int, str]) -> dict[int, str]:
     """Check a {request index: kind} mapping; bad input is a HarnessError naming what is wrong."""
-    checked: dict[int, str] = {}
-    for index, kind in faults.items():
-        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
-            raise HarnessError(f"fault index {index!r} must be an int >= 0 (0 = the first request of the run)")
-        if kind not in FAULTS:
-            raise HarnessError(f"unknown fault {kind!r}; use one of {', '.join(FAULTS)}")
-        checked[index] = kind
-    return checked
+    checked = normalize_fault_map(faults, kinds=CHAOS_KINDS, first="the first request of the run")
+    return {index: fault.kind for index, fault in checked.items()}
 
 
 class ChaosCassette(Cassette):
@@ -146,16 +126,15 @@ def _no_wait(self: Any, *args: Any, **kwargs: Any) -> float:
 
 
 def _strike(kind: str, recorded: Mapping[str, Any], streamed: bool, request: httpx2.Request) -> httpx2.Response:
-    """The response the client gets instead of the recording (or the connection error it sees)."""
-    if kind == "sse-error" and not streamed:
-        kind = "529"  # as the simulator does: there is no stream to put an event in
-    if kind in _ERROR_STATUS:
-        status, error_type, message = _ERROR_STATUS[kind]
-        headers = {"x-should-retry": "true", "retry-after": "1"}
-        if kind == "429":
-            headers["anthropic-ratelimit-requests-remaining"] = "0"
+    """The response the client gets instead of the recording (or the connection error it sees), in the wire
+    form the simulator gives the same fault (`harness.sim.faults`)."""
+    fault = Fault(kind)
+    kind = fault.struck_kind(streamed)
+    if kind in ERROR_STATUSES:
+        status, error_type, message = ERROR_STATUSES[kind]
         body = {"type": "error", "error": {"type": error_type, "message": message}, "request_id": "req_chaos"}
-        return _response(status, headers, httpx2.ByteStream(json.dumps(body).encode("utf-8")), "application/json")
+        headers = replay_headers({"headers": fault.error_headers(kind)}, content_type="application/json")
+        return httpx2.Response(status, headers=headers, stream=httpx2.ByteStream(json.dumps(body).encode("utf-8")))
     if kind == "timeout":
         raise httpx2.ReadTimeout("timed out (injected by harness chaos)", request=request)
     if kind == "disconnect":
@@ -164,31 +143,18 @@ def _strike(kind: str, recorded: Mapping[str, Any], streamed: bool, request: htt
     response = recorded.get("response")
     if not isinstance(response, Mapping):  # the recording itself is a connection failure: nothing to cut
         raise httpx2.RemoteProtocolError("Server disconnected (injected by harness chaos)", request=request)
-    headers = dict(response.get("headers") or {})
+    events = list(response.get("events") or [])
     if kind == "sse-error":
-        events = list(response.get("events") or [])[:EVENTS_BEFORE_STRIKE]
-        error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
-        return _response(200, headers, httpx2.ByteStream(render_sse([*events, {"event": "error", "data": error}])),
-                         SSE_CONTENT_TYPE)
+        error = {"event": "error", "data": stream_error()}
+        return httpx2.Response(200, headers=replay_headers(response, content_type=SSE_CONTENT_TYPE),
+                               stream=httpx2.ByteStream(render_sse([*events[: fault.strike_at(len(events))], error])))
     # cut-stream: the head and the start of the body arrive, then the connection is gone.
     if "events" in response:
-        events = list(response["events"])
-        prefix = render_sse(events[: min(EVENTS_BEFORE_STRIKE, max(len(events) - 1, 0))])
+        prefix = render_sse(events[: fault.strike_at(len(events))])
     else:
-        whole = body_bytes(response)
-        prefix = whole[: len(whole) // 2]
-    return _response(int(response.get("status") or 200), headers, _CutStream(prefix, request),
-                     stored_content_type(response))
-
-
-def _response(status: int, headers: Mapping[str, str], stream: httpx2.SyncByteStream,
-              content_type: str | None) -> httpx2.Response:
-    kept = [(name, value) for name, value in headers.items()
-            if name not in ("content-length", "content-encoding", "transfer-encoding", "content-type")]
-    if content_type:
-        kept.append(("content-type", content_type))
-    kept.append((REPLAYED_HEADER, "1"))
-    return httpx2.Response(status, headers=kept, stream=stream)
+        prefix = cut_body(body_bytes(response))
+    return httpx2.Response(int(response.get("status") or 200), headers=replay_headers(response),
+                           stream=_CutStream(prefix, request))
 
 
 class _CutStream(httpx2.SyncByteStream, httpx2.AsyncByteStream):

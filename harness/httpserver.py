@@ -10,9 +10,12 @@ A hardened HTTP/1.1 server on loopback, served from a daemon thread:
   DNS name to 127.0.0.1 cannot read these servers (DNS rebinding);
 - socket timeouts, so half-open connections do not hold a thread each for ever;
 - a listen queue of 128 (socketserver's default of 5 resets connections from a burst of clients);
+- TCP_NODELAY, since a head and its body leave in separate writes (Nagle would hold the body ~40 ms);
 - a stop that ends the keep-alive connections still open, so a stopped server answers nothing more.
 
-On top of it: a responder that writes a head, then chunks with a flush after each (so a client sees
+A front end is a `LoopbackServer` subclass with one method, `handle(request, responder)`: the
+simulator (`harness.sim.server`), the recording proxy (`harness.proxy`) and the replay server
+(`harness.serve`). On top of it: a responder that writes a head, then chunks with a flush after each (so a client sees
 every SSE event when it is sent), and can drop the connection the way a dying server does; errors in
 the Messages API's shape; and `write_recorded`, which puts one recorded interaction back on the wire.
 """
@@ -33,11 +36,12 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 from urllib.parse import urlsplit
 
+from harness.cassette.format import atomic_write_text
 from harness.cassette.sse import render_event
-from harness.cassette.wire import body_bytes, stored_content_type
+from harness.cassette.wire import FRAMING, HOP_BY_HOP, body_bytes, replay_headers
 from harness.errors import HarnessError
 
 LOOPBACK = "127.0.0.1"
@@ -45,17 +49,18 @@ LISTEN_QUEUE = 128  # socketserver's default of 5 resets connections from a burs
 SOCKET_TIMEOUT = 60.0  # seconds a connection may sit silent (mid-request or between requests) before it is closed
 MAX_BODY_BYTES = 64 * 1024 * 1024  # the largest request body read (the API's own limit is 32 MB)
 STOP_GRACE = 0.5  # seconds a stop on SIGTERM gives the answers under way before it cuts their connections
+DONE_GRACE = 5.0  # seconds a run that ended by itself (`done`) gives the last answers to finish
 MISS_HEADER = "x-harness-miss"  # set on every answer that is a harness miss, never on a recorded answer
 Timing = Literal["none", "recorded"]
 TIMINGS: tuple[str, ...] = ("none", "recorded")
 
-# Headers that describe one connection, not the message: never copied from one hop to the next.
-HOP_BY_HOP = frozenset({
-    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer",
-    "transfer-encoding", "upgrade",
-})
-# Framing this side decides for itself (bodies are sent decoded, chunked or with their own length).
-FRAMING = frozenset({"content-length", "content-encoding"})
+
+class Clock(Protocol):
+    """What the servers wait on: the `time` module, or a fake one in a test (only sleeping moves it)."""
+
+    def monotonic(self) -> float: ...
+
+    def sleep(self, seconds: float, /) -> None: ...
 
 
 class ClientDisconnected(Exception):
@@ -82,20 +87,11 @@ class IncomingRequest:
     def query(self) -> str:
         return urlsplit(self.target).query
 
-
-def chunk_frame(data: bytes) -> bytes:
-    """One chunk of a chunked body, sent with a flush so the client sees it (an SSE event) at once."""
-    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
-
-
-def drop_connection(handler: BaseHTTPRequestHandler) -> None:
-    """Close abruptly (RST, no FIN handshake), the way a dying proxy or server does."""
-    handler.close_connection = True
-    with contextlib.suppress(OSError):
-        handler.wfile.flush()
-    with contextlib.suppress(OSError):
-        handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        handler.connection.shutdown(socket.SHUT_RDWR)
+    def header(self, name: str) -> str | None:
+        """The last value of header `name`, whatever its case on the wire; None when absent."""
+        wanted = name.lower()
+        found = [value for key, value in self.headers if key.lower() == wanted]
+        return found[-1] if found else None
 
 
 class Responder:
@@ -130,29 +126,38 @@ class Responder:
         self._chunked = chunked
 
     def write_chunk(self, data: bytes) -> None:
+        """One chunk of a chunked body, flushed so that the client sees it (an SSE event) at once."""
         if not data:
             return  # an empty chunk would end the body
-        self._write(chunk_frame(data))
+        self.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
 
     def finish(self) -> None:
         """End a chunked body properly (a dropped connection instead is a truncated stream)."""
         if self._chunked:
-            self._write(b"0\r\n\r\n")
+            self.write(b"0\r\n\r\n")
 
     def send_body(self, status: int, headers: Iterable[tuple[str, str]], body: bytes, *,
                   reason: str | None = None) -> None:
         self.send_head(status, headers, length=len(body), reason=reason)
-        self._write(body)
+        self.write(body)
 
     def send_json(self, status: int, payload: Any, headers: Iterable[tuple[str, str]] = ()) -> None:
         data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         self.send_body(status, [*headers, ("content-type", "application/json")], data)
 
     def drop(self) -> None:
-        """Close abruptly (RST, no FIN handshake): the client sees a broken connection or stream."""
-        drop_connection(self._handler)
+        """Close abruptly (RST, no FIN handshake), the way a dying server does: the client sees a broken
+        connection or stream."""
+        handler = self._handler
+        handler.close_connection = True
+        with contextlib.suppress(OSError):
+            handler.wfile.flush()
+        with contextlib.suppress(OSError):
+            handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            handler.connection.shutdown(socket.SHUT_RDWR)
 
-    def _write(self, data: bytes) -> None:
+    def write(self, data: bytes) -> None:
+        """Bytes of the body as they are (after `send_head`), flushed at once."""
         try:
             self._handler.wfile.write(data)
             self._handler.wfile.flush()
@@ -238,12 +243,15 @@ def read_body(rfile: Any, headers: Any) -> bytes:
 class HardenedHandler(BaseHTTPRequestHandler):
     """Reads and checks each request before any route runs: target, Host, framing; the body is `self.body`.
 
-    The sim's handler and the one under `LoopbackServer` (proxy, serve) both derive from it.
+    The handler under every `LoopbackServer` (sim, proxy, serve) derives from it.
     """
 
     protocol_version = "HTTP/1.1"  # keep-alive, chunked bodies
     sys_version = ""
     timeout = SOCKET_TIMEOUT  # socketserver sets it on the connection: a silent client is cut loose
+    # Head and body leave in separate writes: with Nagle on, the body waits for the delayed ACK of the head
+    # (about 40 ms a request on loopback).
+    disable_nagle_algorithm = True
     body: bytes = b""
 
     def version_string(self) -> str:
@@ -331,21 +339,6 @@ class HttpServer(ThreadingHTTPServer):
                 connection.shutdown(socket.SHUT_RDWR)
 
 
-def serve_in_thread(server: HttpServer, name: str) -> threading.Thread:
-    # A short poll interval keeps stop() quick: shutdown() waits for the loop's next poll.
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, name=name, daemon=True)
-    thread.start()
-    return thread
-
-
-def stop_serving(server: HttpServer, thread: threading.Thread | None) -> None:
-    """Stop accepting and close the listening socket (connections still open are the caller's to end)."""
-    server.shutdown()
-    server.server_close()
-    if thread is not None:
-        thread.join(timeout=5)
-
-
 class _Handler(HardenedHandler):
     server: HttpServer
 
@@ -372,11 +365,13 @@ class _Handler(HardenedHandler):
 
 
 class LoopbackServer:
-    """An HTTP server on 127.0.0.1 only, served from a daemon thread. Subclasses implement `handle`."""
+    """An HTTP server on loopback only (127.0.0.1 unless `host` names another loopback address), served
+    from a daemon thread. Subclasses implement `handle`."""
 
     server_name = "harness"
 
-    def __init__(self, *, port: int = 0) -> None:
+    def __init__(self, *, host: str = LOOPBACK, port: int = 0) -> None:
+        self.host = host
         self.port = port
         self._server: HttpServer | None = None
         self._thread: threading.Thread | None = None
@@ -393,12 +388,15 @@ class LoopbackServer:
             return self
         self.stopped = False
         try:
-            self._server = HttpServer((LOOPBACK, self.port), _Handler)
+            self._server = HttpServer((self.host, self.port), _Handler)
         except OSError as err:
-            raise HarnessError(f"cannot listen on {LOOPBACK}:{self.port}: {err.strerror or err}") from None
+            raise HarnessError(f"cannot listen on {self.host}:{self.port}: {err.strerror or err}") from None
         self._server.owner = self
         self.port = self._server.server_address[1]
-        self._thread = serve_in_thread(self._server, self.server_name)
+        # A short poll interval keeps stop() quick: shutdown() waits for the loop's next poll.
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name=self.server_name, daemon=True)
+        self._thread.start()
         return self
 
     def stop(self, grace: float = 5.0) -> None:
@@ -407,7 +405,10 @@ class LoopbackServer:
         if server is None:
             return
         self.stopped = True
-        stop_serving(server, self._thread)
+        server.shutdown()  # stop accepting, and close the listening socket
+        server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
         deadline = time.monotonic() + grace
         with self._idle:
             while self._in_flight and (left := deadline - time.monotonic()) > 0:
@@ -423,7 +424,8 @@ class LoopbackServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://{LOOPBACK}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
 
     def _begin(self) -> None:
         with self._idle:
@@ -436,8 +438,12 @@ class LoopbackServer:
 
 
 def run_until_stopped(server: LoopbackServer, *, banner: str, url_file: Path | None = None,
-                      on_stop: Callable[[], None] | None = None) -> None:
-    """Serve in the foreground until Ctrl-C or SIGTERM; then stop, and call `on_stop` (saving, reports)."""
+                      on_stop: Callable[[], None] | None = None, done: Callable[[], bool] | None = None) -> None:
+    """Serve in the foreground until Ctrl-C, SIGTERM or `done()`; then stop, and call `on_stop` (saving, reports).
+
+    The URL goes to `url_file` in one atomic write, so a script that waits for the file never reads half a URL.
+    A signal stops within a second (`STOP_GRACE`); `done` ending the run lets the last answers finish first.
+    """
     stop = threading.Event()
     if threading.current_thread() is threading.main_thread():
         # Both signals set the event (rather than raising in the middle of whatever runs): the stop is
@@ -445,12 +451,15 @@ def run_until_stopped(server: LoopbackServer, *, banner: str, url_file: Path | N
         for number in (signal.SIGINT, signal.SIGTERM):
             signal.signal(number, lambda *_: stop.set())
     server.start()
+    finished = False
     try:
         print(banner.format(url=server.base_url), flush=True)
         if url_file is not None:
-            url_file.write_text(server.base_url + "\n", encoding="utf-8")
+            atomic_write_text(url_file, server.base_url + "\n")
         while not stop.wait(0.05):
-            pass
+            if done is not None and done():
+                finished = True
+                break
     except KeyboardInterrupt:
         pass
     finally:
@@ -458,26 +467,13 @@ def run_until_stopped(server: LoopbackServer, *, banner: str, url_file: Path | N
             # A second Ctrl-C while we finish must not interrupt a save half-way.
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        server.stop(STOP_GRACE)  # SIGTERM means now: the process is gone within a second
+        server.stop(DONE_GRACE if finished else STOP_GRACE)  # SIGTERM means now: gone within a second
         if on_stop is not None:
             on_stop()
 
 
 # ---------------------------------------------------------------------------------------------------------
 # A recorded interaction, back on the wire
-
-
-def replay_headers(stored: Mapping[str, Any]) -> list[tuple[str, str]]:
-    # Imported here: the simulator shares this module and should not load the SDK and vcrpy.
-    from harness.cassette.recorder import REPLAYED_HEADER
-
-    headers = [(name, value) for name, value in (stored.get("headers") or {}).items()
-               if name.lower() not in HOP_BY_HOP and name.lower() not in FRAMING]
-    content_type = stored_content_type(stored)
-    if content_type and not any(name.lower() == "content-type" for name, _ in headers):
-        headers.append(("content-type", content_type))
-    headers.append((REPLAYED_HEADER, "1"))
-    return headers
 
 
 def _sleep_until(moment: float) -> None:

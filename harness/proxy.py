@@ -46,6 +46,7 @@ from harness.cassette.redact import redact_target
 from harness.cassette.rule_options import add_rule_arguments, rules_from_arguments
 from harness.cassette.sse import SSE_CONTENT_TYPE, parse_sse
 from harness.cassette.storage import recording_turn
+from harness.cassette.transport import failure_kind
 from harness.errors import HarnessError
 from harness.httpserver import (
     FRAMING,
@@ -92,14 +93,6 @@ class _EventSplitter:
         rest = self._buffer + self._decoder.decode(b"", final=True)
         self._buffer = ""
         return parse_sse(rest) if rest.strip() else []
-
-
-def _failure_kind(error: httpx2.RequestError) -> str:
-    if isinstance(error, httpx2.ConnectError | httpx2.ConnectTimeout):
-        return "connect"
-    if isinstance(error, httpx2.TimeoutException):
-        return "timeout"
-    return "disconnect"
 
 
 def _describe(error: BaseException) -> str:
@@ -197,7 +190,7 @@ class RecordingProxy(LoopbackServer):
         try:
             response = self._client.send(upstream_request, stream=True)
         except httpx2.RequestError as error:
-            self._failed(request, responder, _failure_kind(error), _describe(error), started)
+            self._failed(request, responder, failure_kind(error), _describe(error), started)
             return
         try:
             if response.headers.get("content-type", "").startswith(SSE_CONTENT_TYPE):
@@ -214,7 +207,7 @@ class RecordingProxy(LoopbackServer):
         try:
             body = response.read()
         except httpx2.RequestError as error:
-            self._failed(request, responder, _failure_kind(error), _describe(error), started)
+            self._failed(request, responder, failure_kind(error), _describe(error), started)
             return
         position = self._record(request, response, started, response_body=body)
         self._log(f"{_shown(request)} -> {response.status_code} (recorded #{self.recorded})")
@@ -239,7 +232,7 @@ class RecordingProxy(LoopbackServer):
                 events.extend({**event, "offset_ms": offset} for event in splitter.feed(chunk))
                 responder.write_chunk(chunk)  # as it came: the client sees each event when the upstream sends it
         except httpx2.RequestError as error:
-            upstream_failure = f"{_failure_kind(error)}: {_describe(error)}"
+            upstream_failure = f"{failure_kind(error)}: {_describe(error)}"
         except ClientDisconnected:
             client_gone = True
         if upstream_failure is None and not client_gone:

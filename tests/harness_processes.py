@@ -1,14 +1,34 @@
-"""Start a `harness` command that serves on loopback (proxy, serve, sim) as a subprocess, and find its URL."""
+"""Start a `harness` command that serves on loopback (proxy, serve, sim), as a subprocess or in a thread,
+and wait for its readiness signal: the URL it writes to `--url-file` once it listens."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# A readiness signal, not a speed test: on a loaded 2-core machine a command's imports alone take 2 to 7 s.
+READY_TIMEOUT = 120.0
+_LOOK_EVERY = 0.02  # seconds between looks at the URL file; the wait ends as soon as it is there
+
+
+def wait_for_url(url_file: Path, *, running: Callable[[], bool], timeout: float = READY_TIMEOUT) -> str | None:
+    """The base URL a server wrote to `url_file` once listening, or None when `running()` turns false first
+    or `timeout` passes. The server writes the file atomically, so a URL read here is never half a URL."""
+    deadline = time.monotonic() + timeout
+    pause = threading.Event()  # never set: a wait that a signal handler cannot cut short
+    while time.monotonic() < deadline:
+        if url_file.exists() and (url := url_file.read_text().strip()):
+            return url
+        if not running():
+            return None
+        pause.wait(_LOOK_EVERY)
+    return None
 
 
 def start_serving_command(url_file: Path, *argv: str) -> tuple[subprocess.Popen[str], str]:
@@ -19,12 +39,20 @@ def start_serving_command(url_file: Path, *argv: str) -> tuple[subprocess.Popen[
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
-    deadline = time.monotonic() + 60  # a readiness signal, not a speed test: a loaded 2-core machine is slow
-    while time.monotonic() < deadline:
-        if url_file.exists() and url_file.read_text().strip():
-            return process, url_file.read_text().strip()
-        if process.poll() is not None:
-            break
-        time.sleep(0.025)
-    process.kill()
-    raise AssertionError(f"harness {argv[0]} did not start: {process.communicate()}")
+    url = wait_for_url(url_file, running=lambda: process.poll() is None)
+    if url is None:
+        process.kill()
+        raise AssertionError(f"harness {argv[0]} did not start: {process.communicate()}")
+    return process, url
+
+
+def start_serving_thread(url_file: Path, run: Callable[[], object]) -> tuple[threading.Thread, list[object], str]:
+    """Run a command's `run(args)` (given as `run`, its arguments set) in a daemon thread; return the thread,
+    a list that gets its return value when it ends, and the URL it wrote to `url_file`."""
+    url_file.unlink(missing_ok=True)
+    result: list[object] = []
+    thread = threading.Thread(target=lambda: result.append(run()), daemon=True)
+    thread.start()
+    url = wait_for_url(url_file, running=thread.is_alive)
+    assert url is not None, f"the command never wrote its URL to {url_file}"
+    return thread, result, url

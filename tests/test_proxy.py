@@ -6,6 +6,7 @@ Loopback only. The proxy runs in-process (threads) except where a signal must re
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import signal
 import socket
@@ -21,12 +22,14 @@ import httpx2
 import pytest
 
 from harness.cassette.format import load_cassette
+from harness.cassette.recorder import use_cassette
 from harness.cassette.redact import find_secrets
 from harness.cassette.wire import response_message
 from harness.errors import HarnessError
 from harness.httpserver import MISS_HEADER
 from harness.proxy import PROXY_ERROR_HEADER, RecordingProxy, _EventSplitter
 from harness.sim import Fault, Simulator
+from tests.clocks import FakeClock
 from tests.harness_processes import start_serving_command
 
 REPO = Path(__file__).resolve().parent.parent
@@ -138,6 +141,38 @@ def test_connect_failure_is_recorded_and_answered_502(tmp_path: Path) -> None:
     assert "response" not in interaction  # the failure, not the 502
 
 
+@contextlib.contextmanager
+def _port_that_never_accepts() -> Iterator[int]:
+    """A listening port whose accept queue is full: the kernel drops each new SYN, so a connect times out."""
+    with socket.socket() as server, contextlib.ExitStack() as held:
+        server.bind(("127.0.0.1", 0))
+        server.listen(0)
+        port = server.getsockname()[1]
+        for _ in range(16):  # fill the queue; the connect that times out shows that it is full
+            conn = held.enter_context(socket.socket())
+            conn.settimeout(0.5)
+            try:
+                conn.connect(("127.0.0.1", port))
+            except TimeoutError:
+                break
+        else:
+            raise AssertionError("the accept queue never filled")
+        yield port
+
+
+def test_a_connect_timeout_is_recorded_as_a_timeout_in_process_and_by_the_proxy(tmp_path: Path) -> None:
+    with _port_that_never_accepts() as port:
+        upstream = f"http://127.0.0.1:{port}"
+        with RecordingProxy(upstream, tmp_path / "proxied.yaml", timeout=0.3) as proxy:
+            response = httpx2.post(f"{proxy.base_url}/v1/messages", json=echo("hi"), headers={"x-api-key": KEY})
+        with use_cassette(tmp_path / "in_process.yaml", "once"), pytest.raises(anthropic.APITimeoutError):
+            client(upstream, timeout=httpx2.Timeout(10, connect=0.3)).messages.create(**echo("hi"))
+    assert response.status_code == 502 and response.headers[PROXY_ERROR_HEADER] == "timeout"
+    kinds = [load_cassette(tmp_path / name).interactions[0]["error"]["kind"]
+             for name in ("proxied.yaml", "in_process.yaml")]
+    assert kinds == ["timeout", "timeout"]  # what the SDK raised for it: APITimeoutError, replayed as a timeout
+
+
 def test_disconnect_then_retry(tmp_path: Path) -> None:
     path = tmp_path / "run.yaml"
     with Simulator(faults={0: "disconnect"}) as sim, RecordingProxy(sim.base_url, path) as proxy:
@@ -150,9 +185,13 @@ def test_disconnect_then_retry(tmp_path: Path) -> None:
 
 def test_upstream_timeout_is_recorded_as_timeout(tmp_path: Path) -> None:
     path = tmp_path / "run.yaml"
-    with Simulator(faults={0: Fault("slow", delay=2.0)}) as sim, \
-            RecordingProxy(sim.base_url, path, timeout=0.2) as proxy:
-        response = httpx2.post(f"{proxy.base_url}/v1/messages", json=echo("hi"), headers={"x-api-key": KEY})
+    clock = FakeClock(hold=True)  # the upstream stays silent until the test lets it go
+    try:
+        with Simulator(faults={0: Fault("slow", delay=2.0)}, clock=clock) as sim, \
+                RecordingProxy(sim.base_url, path, timeout=0.2) as proxy:
+            response = httpx2.post(f"{proxy.base_url}/v1/messages", json=echo("hi"), headers={"x-api-key": KEY})
+    finally:
+        clock.release()
     assert response.status_code == 502 and response.headers[PROXY_ERROR_HEADER] == "timeout"
     assert load_cassette(path).interactions[0]["error"]["kind"] == "timeout"
 

@@ -21,6 +21,7 @@ from harness.httpserver import MISS_HEADER, write_recorded
 from harness.proxy import RecordingProxy
 from harness.serve import STATUS_PATH, ReplayServer
 from harness.sim import Simulator
+from tests.clocks import FakeClock
 from tests.harness_processes import start_serving_command
 
 REPO = Path(__file__).resolve().parent.parent
@@ -210,23 +211,8 @@ def test_truncated_stream_is_cut_after_its_events(tmp_path: Path) -> None:
     assert not ended
 
 
-class _Clock:
-    """Stands in for the `time` module: only sleeping moves it."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.sleeps: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(round(seconds, 6))
-        self.now += seconds
-
-
 class _Responder:
-    def __init__(self, clock: _Clock) -> None:
+    def __init__(self, clock: FakeClock) -> None:
         self.clock = clock
         self.log: list[tuple[str, float]] = []
 
@@ -243,7 +229,7 @@ class _Responder:
 def test_recorded_timing_paces_head_and_events(monkeypatch: pytest.MonkeyPatch) -> None:
     import harness.httpserver as httpserver
 
-    clock = _Clock()
+    clock = FakeClock(now=100.0)
     monkeypatch.setattr(httpserver, "time", clock)
     interaction = {"request": {"method": "POST", "path": "/v1/messages"}, "elapsed_ms": 400,
                    "response": {"status": 200, "events": [

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import anthropic
 import httpx2
 import pytest
 
+from harness.cassette.recorder import use_cassette
+from harness.chaos import FAULTS, inject
 from harness.errors import HarnessError
 from harness.sim import FAULT_KINDS, Fault, Simulator
-from harness.sim.faults import parse_fault_spec
+from harness.sim.faults import CHAOS_KINDS, KINDS, SIMULATOR_KINDS, parse_fault_spec
+from tests.clocks import FakeClock
 
 REQUEST = {
     "model": "sim-echo",
@@ -88,18 +93,26 @@ def test_fault_fires_once_at_its_index_only() -> None:
 
 
 def test_slow_response_trips_the_client_timeout_and_the_retry_succeeds() -> None:
-    with Simulator(faults={0: Fault("slow", delay=2.0)}) as sim, pytest.raises(anthropic.APITimeoutError):
-        _client(sim, retries=0, timeout=0.3).messages.create(**REQUEST)
-    with Simulator(faults={0: Fault("slow", delay=2.0)}) as sim:
-        message = _client(sim, retries=1, timeout=0.3).messages.create(**REQUEST)
-        assert message.stop_reason == "end_turn"
-        assert sim.requests_seen == 2
+    clock = FakeClock(hold=True)  # the slow answer stays silent until the test lets it go: no real 2 s
+    try:
+        with Simulator(faults={0: Fault("slow", delay=2.0)}, clock=clock) as sim, \
+                pytest.raises(anthropic.APITimeoutError):
+            _client(sim, retries=0, timeout=0.3).messages.create(**REQUEST)
+        with Simulator(faults={0: Fault("slow", delay=2.0)}, clock=clock) as sim:
+            message = _client(sim, retries=1, timeout=0.3).messages.create(**REQUEST)
+            assert message.stop_reason == "end_turn"
+            assert sim.requests_seen == 2
+    finally:
+        clock.release()
+    assert clock.sleeps == [2.0, 2.0]
 
 
 def test_slow_response_still_arrives_when_the_client_waits() -> None:
-    with Simulator(faults={0: Fault("slow", delay=0.2)}) as sim:
+    clock = FakeClock()
+    with Simulator(faults={0: Fault("slow", delay=0.2)}, clock=clock) as sim:
         assert _client(sim, retries=0).messages.create(**REQUEST).stop_reason == "end_turn"
         assert _served(sim) == [(0, 200, "slow")]
+    assert clock.sleeps == [0.2]
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -198,3 +211,60 @@ def test_every_fault_kind_is_documented_and_constructible() -> None:
     assert set(FAULT_KINDS) == {"429", "529", "500", "slow", "disconnect", "cut-stream", "sse-error"}
     for kind in FAULT_KINDS:
         assert Fault(kind).kind == kind
+
+
+# -- one vocabulary for the simulator and chaos ---------------------------------------------------------------
+
+
+def test_the_simulator_chaos_and_the_script_schema_share_one_vocabulary() -> None:
+    schema = json.loads((Path(__file__).parents[1] / "harness/sim/script.schema.json").read_text())
+    assert {str(kind) for kind in schema["$defs"]["fault_kind"]["enum"]} == set(SIMULATOR_KINDS) == set(FAULT_KINDS)
+    assert set(FAULTS) == set(CHAOS_KINDS)
+    shared = set(FAULTS) & set(FAULT_KINDS)
+    assert shared == {"429", "529", "500", "disconnect", "cut-stream", "sse-error"}
+    assert all(FAULTS[kind] == FAULT_KINDS[kind] == KINDS[kind] for kind in shared)  # one description each
+
+
+def _replay_client() -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url="http://127.0.0.1:9", api_key="k", max_retries=0)
+
+
+def _on_the_wire(error: Any) -> tuple[int, Any, dict[str, str | None]]:
+    names = ("x-should-retry", "retry-after", "retry-after-ms", "content-type")
+    return error.status_code, error.body["error"], {name: error.response.headers.get(name) for name in names}
+
+
+@pytest.mark.parametrize("kind", ["429", "529", "500", "sse-error"])
+def test_chaos_puts_a_status_fault_on_the_wire_as_the_simulator_does(kind: str, tmp_path: Path) -> None:
+    path = tmp_path / "run.yaml"
+    with Simulator() as sim, use_cassette(path, "once"):
+        _client(sim, retries=0).messages.create(**REQUEST)
+    with Simulator(faults={0: kind}) as sim, pytest.raises(anthropic.APIStatusError) as from_simulator:
+        _client(sim, retries=0).messages.create(**REQUEST)
+    with inject(path, at=0, fault=kind), pytest.raises(anthropic.APIStatusError) as from_chaos:
+        _replay_client().messages.create(**REQUEST)
+    assert _on_the_wire(from_chaos.value) == _on_the_wire(from_simulator.value)
+    if kind == "429":  # the other anthropic-ratelimit-* headers are the simulator's on every answer
+        remaining = "anthropic-ratelimit-requests-remaining"
+        assert from_chaos.value.response.headers[remaining] == from_simulator.value.response.headers[remaining] == "0"
+
+
+@pytest.mark.parametrize("kind", ["sse-error", "cut-stream"])
+def test_chaos_breaks_a_stream_where_the_simulator_does(kind: str, tmp_path: Path) -> None:
+    def events_until_it_breaks(client: anthropic.Anthropic) -> tuple[list[str], Any]:
+        received: list[str] = []
+        with pytest.raises((anthropic.APIStatusError, httpx2.RemoteProtocolError)) as caught, \
+                client.messages.stream(**REQUEST) as events:
+            for event in events:
+                received.append(event.type)
+        return received, getattr(caught.value, "body", type(caught.value))
+
+    path = tmp_path / "run.yaml"
+    with Simulator() as sim, use_cassette(path, "once"), _client(sim, retries=0).messages.stream(**REQUEST) as events:
+        events.get_final_message()
+    with Simulator(faults={0: kind}) as sim:
+        from_simulator = events_until_it_breaks(_client(sim, retries=0))
+    with inject(path, at=0, fault=kind):
+        from_chaos = events_until_it_breaks(_replay_client())
+    assert from_chaos == from_simulator
+    assert from_simulator[0] and "message_stop" not in from_simulator[0]

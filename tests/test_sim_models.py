@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from harness import cli
 from harness.commands import sim as sim_cli
 from harness.sim import SimulatedApiError, Simulator
 from harness.sim.script import load_script
+from tests.harness_processes import READY_TIMEOUT, start_serving_thread
 from tests.unseen_agent import SCHEMAS, TOOLS, run_agent
 
 ASK = {"max_tokens": 1024, "tools": TOOLS, "messages": [{"role": "user", "content": "Order a rake"}]}
@@ -303,19 +303,11 @@ def test_harness_sim_serves_scripts_and_a_default_model(tmp_path: Path) -> None:
     sim_cli.add_arguments(parser)
     args = parser.parse_args(["--port", "0", "--url-file", str(url_file), "--max-requests", "2", "--quiet",
                               "--script", str(script), "--default-model", "sim-auto:serial"])
-    thread = threading.Thread(target=sim_cli.run, args=(args,), daemon=True)
-    thread.start()
-    ready = threading.Event()
-    for _ in range(400):
-        if url_file.exists() and url_file.read_text().strip():
-            ready.set()
-            break
-        ready.wait(0.025)
-    assert ready.is_set(), "harness sim never wrote its URL"
-    client = anthropic.Anthropic(base_url=url_file.read_text().strip(), api_key="k", max_retries=0)
+    thread, _, url = start_serving_thread(url_file, lambda: sim_cli.run(args))
+    client = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0)
     by_default = client.messages.with_raw_response.create(model="claude-haiku-4-5", **ASK)
     assert by_default.headers["x-harness-sim-model"] == "sim-auto:serial" and len(_calls(by_default.parse())) == 1
     scripted = client.messages.create(model="sim-greeter", **ASK)
     assert scripted.content[0].text == "Hello from the script." and scripted.stop_reason == "end_turn"
-    thread.join(timeout=10)
+    thread.join(timeout=READY_TIMEOUT)
     assert not thread.is_alive()

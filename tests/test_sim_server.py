@@ -7,7 +7,6 @@ import asyncio
 import json
 import re
 import socket
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import pytest
 from harness.commands import sim as cli
 from harness.errors import HarnessError
 from harness.sim import Simulator
+from tests.harness_processes import READY_TIMEOUT, start_serving_thread
 
 TOOLS = [
     {
@@ -291,24 +291,14 @@ def test_cli_run_serves_until_max_requests(tmp_path: Path) -> None:
             "--quiet",
         ]
     )
-    result: list[int] = []
-    thread = threading.Thread(target=lambda: result.append(cli.run(args)), daemon=True)
-    thread.start()
-    ready = threading.Event()
-    for _ in range(200):
-        if url_file.exists() and url_file.read_text().strip():
-            ready.set()
-            break
-        ready.wait(0.05)
-    assert ready.is_set(), "the CLI never wrote its URL"
-    base_url = url_file.read_text().strip()
+    thread, result, base_url = start_serving_thread(url_file, lambda: cli.run(args))
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+", base_url)
     client = anthropic.Anthropic(base_url=base_url, api_key="k", max_retries=1)
     response = client.messages.create(
         model="claude-sonnet-5", max_tokens=10, messages=[{"role": "user", "content": "hi"}]
     )
     assert response.stop_reason == "refusal"  # the --policy default, after the SDK retried the 529
-    thread.join(timeout=10)
+    thread.join(timeout=READY_TIMEOUT)
     assert not thread.is_alive()
     assert result == [0]
 

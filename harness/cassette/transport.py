@@ -31,13 +31,11 @@ import httpx2
 from anthropic._base_client import BaseClient
 from vcr.stubs.httpx_stubs import vcr_handle_async_request, vcr_handle_request
 
-from harness.cassette.wire import body_bytes, stored_content_type
+from harness.cassette.wire import REPLAYED_HEADER, body_bytes, replay_headers
 from harness.errors import CassetteError
 
 if TYPE_CHECKING:
     from harness.cassette.recorder import Cassette
-
-REPLAYED_HEADER = "x-harness-replayed"
 
 # Set while a replayed connection failure is being raised, so the SDK's retry waits zero seconds.
 _replaying_failure: contextvars.ContextVar[bool] = contextvars.ContextVar("replaying_failure", default=False)
@@ -65,19 +63,11 @@ def answer(cassette: Cassette, request: httpx2.Request, raw_body: bytes) -> http
     return replayed_response(interaction["response"])
 
 
-_NOT_REPLAYED_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
-
-
 def replayed_response(stored: dict[str, Any]) -> httpx2.Response:
     """The httpx2.Response for a stored response: its kept headers, the body bytes, unread like a real one."""
-    headers = [(name, value) for name, value in (stored.get("headers") or {}).items()
-               if name not in _NOT_REPLAYED_HEADERS]
-    content_type = stored_content_type(stored)
-    if content_type and "content-type" not in (stored.get("headers") or {}):
-        headers.append(("content-type", content_type))
-    headers.append((REPLAYED_HEADER, "1"))
     reason = stored.get("reason")
-    return httpx2.Response(stored["status"], headers=headers, stream=httpx2.ByteStream(body_bytes(stored)),
+    return httpx2.Response(stored["status"], headers=replay_headers(stored),
+                           stream=httpx2.ByteStream(body_bytes(stored)),
                            extensions={"reason_phrase": reason.encode("ascii")} if reason else None)
 
 
@@ -90,11 +80,20 @@ def _connection_error(error: dict[str, Any], request: httpx2.Request) -> Excepti
     return httpx2.RemoteProtocolError(message, request=request)
 
 
+def failure_kind(error: httpx2.RequestError) -> str:
+    """How a cassette names a request that got no answer, in process and behind the proxy alike.
+
+    Any timeout is `timeout`, a connect timeout included: the SDK raises APITimeoutError for it (not
+    APIConnectionError), and replaying `timeout` raises a timeout again. `connect`: no connection was made.
+    """
+    if isinstance(error, httpx2.TimeoutException):
+        return "timeout"
+    return "connect" if isinstance(error, httpx2.ConnectError) else "disconnect"
+
+
 def failure_of(error: httpx2.TransportError) -> dict[str, str]:
     """A request that got no response, as the cassette stores it: `replay` raises the same kind again."""
-    kind = ("timeout" if isinstance(error, httpx2.TimeoutException)
-            else "connect" if isinstance(error, httpx2.ConnectError) else "disconnect")
-    return {"kind": kind, "message": f"{type(error).__name__}: {error}"}
+    return {"kind": failure_kind(error), "message": f"{type(error).__name__}: {error}"}
 
 
 def _zero_backoff(original: Callable[..., float]) -> Callable[..., float]:

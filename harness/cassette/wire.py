@@ -1,7 +1,8 @@
 """Between bytes on the wire and what a cassette stores: parsed JSON, SSE events, text or base64.
 
-Used by the recorder (bytes -> stored), the replayer (stored -> bytes) and the importer, so that a
-body is stored the same way whoever captured it.
+Used by the recorder (bytes -> stored), the replayers (stored -> bytes and headers: `use_cassette`,
+`harness serve`, the proxy and `harness chaos`) and the importer, so that a body is stored, and an
+answer replayed, the same way whoever captured or replays it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,14 @@ from harness.cassette.multipart import store_multipart
 from harness.cassette.sse import SSE_CONTENT_TYPE, fold_stream, looks_like_sse, parse_sse, render_sse
 
 GZIP_MAGIC = b"\x1f\x8b"
+REPLAYED_HEADER = "x-harness-replayed"  # on every answer that came from a cassette
+# Headers that describe one connection, not the message: never copied from one hop to the next.
+HOP_BY_HOP = frozenset({
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer",
+    "transfer-encoding", "upgrade",
+})
+# Framing each sender decides for itself (bodies are sent decoded, chunked or with their own length).
+FRAMING = frozenset({"content-length", "content-encoding"})
 MAX_DECOMPRESSED_BYTES = 32 * 1024 * 1024  # a gzip body that inflates past this is refused, not read
 
 
@@ -86,6 +95,20 @@ def stored_content_type(stored: Mapping[str, Any]) -> str | None:
     if "body" in stored:
         return "application/json"
     return None
+
+
+def replay_headers(stored: Mapping[str, Any], *, content_type: str | None = None) -> list[tuple[str, str]]:
+    """The headers of a replayed answer: the recorded ones less connection and framing headers, a content
+    type, and `x-harness-replayed: 1`. The content type is the recorded one (or the stored body's kind);
+    `content_type` replaces it when the body sent is not the recorded one (an injected error, say)."""
+    dropped = HOP_BY_HOP | FRAMING | ({"content-type"} if content_type else set())
+    headers = [(name, value) for name, value in (stored.get("headers") or {}).items()
+               if name.lower() not in dropped]
+    content_type = content_type or stored_content_type(stored)
+    if content_type and not any(name.lower() == "content-type" for name, _ in headers):
+        headers.append(("content-type", content_type))
+    headers.append((REPLAYED_HEADER, "1"))
+    return headers
 
 
 def response_message(response: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -7,19 +7,14 @@ so that a script can start `harness sim --port 0 --url-file F &` and wait for F.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
-import time
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.httpserver import run_until_stopped
 from harness.sim.faults import FAULT_KINDS, Fault, parse_fault_spec
 from harness.sim.policies import POLICIES
 from harness.sim.server import Simulator
-
-_POLL_SECONDS = 0.05
-_DRAIN_SECONDS = 5.0
 
 
 def _fault_argument(text: str) -> tuple[int, Fault]:
@@ -90,30 +85,15 @@ def run(args: argparse.Namespace) -> int:
         model=args.default_model,
         scripts=args.script,
     )
-    stop = threading.Event()
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        simulator.start()
-    except OSError as err:
-        raise HarnessError(f"cannot listen on {args.host}:{args.port}: {err.strerror or err}") from None
-    try:
-        print(
-            f"harness sim: listening on {simulator.base_url} (seed {args.seed}; "
-            f"set ANTHROPIC_BASE_URL={simulator.base_url}); Claude model ids are answered by "
-            f"{simulator.policy or 'sim-auto (sim-dayflow/sim-sql for the reference agents)'}",
-            flush=True,
-        )
-        if args.url_file:
-            args.url_file.write_text(simulator.base_url + "\n")
-        while not stop.is_set():
-            if args.max_requests is not None and _answered(simulator) >= args.max_requests:
-                break
-            time.sleep(_POLL_SECONDS)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        # The process exits next, taking the daemon handler threads with it: let the last answers finish.
-        simulator.stop(drain=_DRAIN_SECONDS)
-        print(f"harness sim: stopped after {simulator.requests_seen} /v1/messages requests", file=sys.stderr)
+    # The shared foreground loop: the URL file written atomically once listening, SIGTERM or Ctrl-C stop within
+    # a second, --max-requests lets the last answers finish.
+    run_until_stopped(
+        simulator,
+        banner=f"harness sim: listening on {{url}} (seed {args.seed}; set ANTHROPIC_BASE_URL={{url}}); Claude "
+        f"model ids are answered by {simulator.policy or 'sim-auto (sim-dayflow/sim-sql for the reference agents)'}",
+        url_file=args.url_file,
+        on_stop=lambda: print(f"harness sim: stopped after {simulator.requests_seen} /v1/messages requests",
+                              file=sys.stderr),
+        done=None if args.max_requests is None else lambda: _answered(simulator) >= args.max_requests,
+    )
     return 0

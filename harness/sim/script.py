@@ -38,13 +38,12 @@ from harness.cassette.format import json_path, parse_yaml, read_text_bounded
 from harness.errors import HarnessError
 from harness.sim import ids
 from harness.sim.conversation import Conversation, Reply
-from harness.sim.faults import Fault
+from harness.sim.faults import REPLACING_KINDS, Fault
 from harness.sim.function_model import BadTurn, reply_from_message, unoffered_tool
 from harness.sim.policies import POLICIES
 from harness.sim.validation import ApiError
 
 _MAX_BYTES = 4 * 1024 * 1024
-_REPLACING_FAULTS = ("429", "529", "500", "disconnect")
 
 
 class ScriptError(HarnessError):
@@ -138,7 +137,7 @@ def _turn(position: int, raw: dict[str, Any], path: Path) -> Turn:
     calls = raw.get("tool_use") or []
     for call in [calls] if isinstance(calls, dict) else calls:
         content.append({"type": "tool_use", "name": call["name"], "input": call.get("input") or {}})
-    if fault is not None and fault.kind in _REPLACING_FAULTS:
+    if fault is not None and fault.kind in REPLACING_KINDS:
         others = sorted(set(raw) - {"fault", "when", "repeat"})
         if others:
             raise ScriptError(f"fault {fault.kind} replaces the answer; remove {', '.join(others)} "

@@ -2,7 +2,8 @@
 
 POST /v1/messages (with or without ?beta=true) and POST /v1/messages/count_tokens; GET /health for
 scripts that wait for it. Each /v1/messages request gets the next index (0-based); a fault registered
-at that index fires instead of (or around) the normal answer. Otherwise: auth, validation, the model
+at that index fires instead of (or around) the normal answer (kinds and wire form: `harness.sim.faults`,
+shared with `harness chaos`). Otherwise: auth, validation, the model
 (`harness.sim.models`; a script's turn may ask for a fault too),
 then JSON or an SSE stream sent event by event with a flush after each (chunked framing). A request
 with `thread` (the message-threads beta) is answered from the conversation the server holds for it;
@@ -12,6 +13,9 @@ Headers copy the real service's (request-id, anthropic-ratelimit-*, x-should-ret
 `x-harness-simulator: 1`, `x-harness-sim-model` (the simulator model that answered, e.g. sim-auto) and
 `x-harness-sim-policy` (its bare name). Rate-limit reset times use the simulated clock
 (`SIMULATED_NOW`) rather than the wall clock, so recorded headers stay the same from run to run.
+
+The HTTP side (reading and checking requests, timeouts, streaming writes, stop) is the server core's,
+`harness.httpserver`: `Simulator` is a `LoopbackServer` and `_Exchange` answers one request.
 """
 
 from __future__ import annotations
@@ -24,27 +28,18 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
-from urllib.parse import urlsplit
 
 from harness.errors import HarnessError
-from harness.httpserver import (
-    HardenedHandler,
-    HttpServer,
-    chunk_frame,
-    drop_connection,
-    serve_in_thread,
-    stop_serving,
-)
+from harness.httpserver import Clock, IncomingRequest, LoopbackServer, Responder
 from harness.sim import ids
 from harness.sim.conversation import Conversation
-from harness.sim.faults import Fault, normalize_faults
+from harness.sim.faults import ERROR_STATUSES, Fault, cut_body, normalize_faults, stream_error
 from harness.sim.models import MODEL_HEADER, Chosen, Models, UnknownModel, not_found
 from harness.sim.policies import POLICIES
 from harness.sim.responses import build_message, dumps, error_body
 from harness.sim.routes import Resources
-from harness.sim.sse import encode_event, error_event, message_events
+from harness.sim.sse import encode_event, message_events
 from harness.sim.threads import Threads, ThreadTurn, thread_kind
 from harness.sim.tokens import CacheLedger, count_input
 from harness.sim.validation import ApiError, check_auth, check_count_tokens_request, check_messages_request
@@ -55,17 +50,7 @@ TOKENS_LIMIT = 2_400_000
 INPUT_TOKENS_LIMIT = 2_000_000
 OUTPUT_TOKENS_LIMIT = 400_000
 
-_ERROR_FAULTS = {
-    "429": ApiError(
-        429,
-        "rate_limit_error",
-        "Number of requests has exceeded your per-minute rate limit "
-        "(https://docs.claude.com/en/api/rate-limits); see the response headers for current usage. "
-        "Please try again later.",
-    ),
-    "529": ApiError(529, "overloaded_error", "Overloaded"),
-    "500": ApiError(500, "api_error", "Internal server error"),
-}
+_ERROR_FAULTS = {kind: ApiError(*status) for kind, status in ERROR_STATUSES.items()}
 _STATUS_TEXT = {529: "Site Overloaded"}
 
 
@@ -99,8 +84,14 @@ def _bind_address(host: str) -> str:
     return host
 
 
-class Simulator:
-    """A Messages API simulator on loopback, served from a daemon thread. Use as a context manager."""
+class Simulator(LoopbackServer):
+    """A Messages API simulator on loopback, served from a daemon thread. Use as a context manager.
+
+    The HTTP side (reading and checking requests, timeouts, the listen queue, streaming writes, stop) is
+    the server core's (`harness.httpserver`); this class holds the simulated service and its routes.
+    """
+
+    server_name = "harness-sim"
 
     def __init__(
         self,
@@ -114,16 +105,18 @@ class Simulator:
         threads: bool = True,
         model: str | Callable[[dict[str, Any]], Any] | None = None,
         scripts: Sequence[str | Path] = (),
+        clock: Clock = time,
     ) -> None:
         """`model`: the default model for requests that name a Claude model id, either a simulator model
         name (`sim-auto:serial`, `sim-<script>`) or a callable (a function model, see
         `harness.sim.function_model`). `scripts`: YAML model scripts, each served as `sim-<name>`; the
-        first is the default when `model` does not say otherwise. `policy` is the older name of `model`."""
+        first is the default when `model` does not say otherwise. `policy` is the older name of `model`.
+        `clock`: what a "slow" fault sleeps on (the `time` module; a test passes a fake one)."""
         from harness.sim.script import load_script
 
-        self.host = _bind_address(host)
-        self.port = port
+        super().__init__(host=_bind_address(host), port=port)
         self.seed = seed
+        self.clock = clock
         self.verbose = verbose
         loaded = [load_script(path) for path in scripts]
         self.models = Models(
@@ -147,44 +140,23 @@ class Simulator:
         self._ledger = CacheLedger()
         self.threads = Threads(enabled=threads)
         self.resources = Resources(seed, self.models.names)
-        self._lock = threading.Condition()
+        self._lock = threading.Lock()
         self._requests_seen = 0
-        self._in_flight = 0
-        self._server: HttpServer | None = None
-        self._thread: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> Simulator:
-        if self._server is not None:
-            return self
-        self._server = HttpServer((self.host, self.port), _Handler)
-        self._server.owner = self
-        self.port = self._server.server_address[1]
-        self._thread = serve_in_thread(self._server, "harness-sim")
+        super().start()
         return self
 
-    def stop(self, *, drain: float = 0.0) -> None:
-        """Stop serving. With `drain`, first wait up to that many seconds for answers still being sent."""
-        server, self._server = self._server, None
-        if server is None:
-            return
-        with self._lock:
-            self._lock.wait_for(lambda: self._in_flight == 0, timeout=drain)
-        stop_serving(server, self._thread)
-        server.close_open_connections()
+    def stop(self, grace: float = 0.0) -> None:
+        """Stop serving. With `grace`, first give answers still being sent up to that many seconds."""
+        super().stop(grace)
 
     def __enter__(self) -> Simulator:
         return self.start()
 
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    @property
-    def base_url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+    def handle(self, request: IncomingRequest, responder: Responder) -> None:
+        _Exchange(self, request, responder).answer()
 
     @property
     def requests_seen(self) -> int:
@@ -213,20 +185,31 @@ class Simulator:
             )
 
 
-class _Handler(HardenedHandler):
-    """The sim's routes. Reading and checking the request (framing, Host, target) and the socket's
-    timeouts are the shared server core's (`harness.httpserver`); Simulator(verbose=True) logs."""
+class _Exchange:
+    """One request and its answer: the sim's routes. The request arrives read and checked (framing, Host,
+    target) by the server core, and the answer leaves through its `Responder`; Simulator(verbose=True) logs."""
 
-    server: HttpServer
-    server_version = "harness-sim"
+    def __init__(self, sim: Simulator, request: IncomingRequest, responder: Responder) -> None:
+        self.sim = sim
+        self.request = request
+        self.responder = responder
+        self.headers = dict(request.headers)  # names as the client sent them
+        self.path = request.path.rstrip("/")
 
-    # -- plumbing ----------------------------------------------------------------------------------
-    @property
-    def sim(self) -> Simulator:
-        return self.server.owner
-
-    def _read_body(self) -> bytes:
-        return self.body  # read and checked by HardenedHandler before any route runs
+    def answer(self) -> None:
+        method, raw = self.request.method, self.request.body
+        if method == "GET" and self.path == "/health":
+            self._send_json(
+                200,
+                {"status": "ok", "simulator": "harness", "policies": list(POLICIES), "models": self.sim.models.names()},
+                {"x-harness-simulator": "1"},
+            )
+        elif method == "POST" and self.path == "/v1/messages":
+            self._messages(raw, self.path)
+        elif method == "POST" and self.path == "/v1/messages/count_tokens":
+            self._count_tokens(raw, self.path)
+        elif not self._resources(method, raw):
+            self._not_found(self.path)
 
     def _common_headers(self, request_id: str, index: int | None, chosen: Chosen | None) -> dict[str, str]:
         remaining = REQUESTS_LIMIT - 1 - (index or 0) % REQUESTS_LIMIT
@@ -245,24 +228,15 @@ class _Handler(HardenedHandler):
             headers[MODEL_HEADER] = chosen.name
         return headers
 
-    def _send_head(self, status: int, headers: Mapping[str, str]) -> None:
-        self.send_response(status, _STATUS_TEXT.get(status))
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-
     def _send_json(self, status: int, payload: Any, headers: Mapping[str, str], *, cut: bool = False) -> None:
         data = dumps(payload)
-        self._send_head(
-            status, {**headers, "content-type": "application/json", "content-length": str(len(data))}
-        )
+        head = {**headers, "content-type": "application/json"}.items()
         if cut:  # promise the whole body, deliver half, then drop the connection
-            self.wfile.write(data[: len(data) // 2])
-            self.wfile.flush()
-            self._drop_connection()
+            self.responder.send_head(status, head, length=len(data), reason=_STATUS_TEXT.get(status))
+            self.responder.write(cut_body(data))
+            self.responder.drop()
             return
-        self.wfile.write(data)
-        self.wfile.flush()
+        self.responder.send_body(status, head, data, reason=_STATUS_TEXT.get(status))
 
     def _send_error(
         self,
@@ -275,70 +249,27 @@ class _Handler(HardenedHandler):
         merged = {**headers, "x-should-retry": should_retry, **(extra or {})}
         self._send_json(error.status, error_body(error, request_id), merged)
 
-    def _drop_connection(self) -> None:
-        drop_connection(self)
-
-    def _write_chunk(self, data: bytes) -> None:
-        self.wfile.write(chunk_frame(data))
-        self.wfile.flush()
-
     # -- routes ------------------------------------------------------------------------------------
-    def do_GET(self) -> None:
-        path = urlsplit(self.path).path.rstrip("/")
-        if path == "/health":
-            self._send_json(
-                200,
-                {"status": "ok", "simulator": "harness", "policies": list(POLICIES), "models": self.sim.models.names()},
-                {"x-harness-simulator": "1"},
-            )
-            return
-        if not self._resources("GET", b""):
-            self._not_found(path)
-
-    def do_DELETE(self) -> None:
-        if not self._resources("DELETE", self._read_body()):
-            self._not_found(urlsplit(self.path).path.rstrip("/"))
-
-    def do_POST(self) -> None:
-        with self.sim._lock:
-            self.sim._in_flight += 1
-        try:
-            path = urlsplit(self.path).path.rstrip("/")
-            raw = self._read_body()
-            if path == "/v1/messages":
-                self._messages(raw, path)
-            elif path == "/v1/messages/count_tokens":
-                self._count_tokens(raw, path)
-            elif not self._resources("POST", raw):
-                self._not_found(path)
-        finally:
-            with self.sim._lock:
-                self.sim._in_flight -= 1
-                self.sim._lock.notify_all()
-
     def _resources(self, method: str, raw: bytes) -> bool:
         """Files, Message Batches and Models (`harness.sim.routes`); False when the path is none of those."""
-        url = urlsplit(self.path)
+        url = self.request  # its path and query
         request_id = ids.request_id(self.sim.seed, ids.request_fingerprint([method, url.path, url.query]), -1)
 
         def answer_message(params: Any) -> tuple[dict[str, Any] | None, ApiError | None]:
             message, _chosen, error, _fault = self._answer(params, ids.request_fingerprint(params))
             return message, error
 
-        answer = self.sim.resources.answer(method, url.path, url.query, dict(self.headers.items()), raw,
+        answer = self.sim.resources.answer(method, url.path, url.query, self.headers, raw,
                                            base_url=self.sim.base_url, request_id=request_id,
                                            answer_message=answer_message)
         if answer is None:
             return False
         self.sim._record(Served(None, url.path, answer.status, None, None, False,
-                                self.headers.get("x-stainless-retry-count")))
-        headers = {**self._common_headers(request_id, None, None), **answer.headers,
-                   "content-length": str(len(answer.body))}
+                                self.request.header("x-stainless-retry-count")))
+        headers = {**self._common_headers(request_id, None, None), **answer.headers}
         if answer.status >= 400:
             headers["x-should-retry"] = "false"
-        self._send_head(answer.status, headers)
-        self.wfile.write(answer.body)
-        self.wfile.flush()
+        self.responder.send_body(answer.status, headers.items(), answer.body, reason=_STATUS_TEXT.get(answer.status))
         return True
 
     def _not_found(self, path: str) -> None:
@@ -357,7 +288,7 @@ class _Handler(HardenedHandler):
             return None, ApiError(400, "invalid_request_error", f"The request body is not valid JSON: {err}")
 
     def _checked(self, raw: bytes, check: Callable[[Any], ApiError | None]) -> tuple[Any, ApiError | None]:
-        error = check_auth(dict(self.headers.items()))
+        error = check_auth(self.headers)
         if error:
             return None, error
         body, error = self._parse(raw)
@@ -369,7 +300,7 @@ class _Handler(HardenedHandler):
         headers = self._common_headers(request_id, None, None)
         status = error.status if error else 200
         self.sim._record(
-            Served(None, path, status, None, None, False, self.headers.get("x-stainless-retry-count"))
+            Served(None, path, status, None, None, False, self.request.header("x-stainless-retry-count"))
         )
         if error:
             self._send_error(error, request_id, headers)
@@ -389,7 +320,7 @@ class _Handler(HardenedHandler):
         # it continues from, whose id is itself a hash of the conversation before it.
         fingerprint = ids.request_fingerprint(loose if loose is not None else raw.hex())
         request_id = ids.request_id(sim.seed, fingerprint, index)
-        retry_count = self.headers.get("x-stainless-retry-count")
+        retry_count = self.request.header("x-stainless-retry-count")
         thread = thread_kind(loose)
 
         # Each path records before it writes: a client may act on the answer (and a test inspect
@@ -403,7 +334,7 @@ class _Handler(HardenedHandler):
         if fault and self._fault_answers(fault, request_id, index, stream, record, None):
             return
 
-        request_headers = dict(self.headers.items())
+        request_headers = self.headers
         body, error = self._checked(raw, lambda checked: sim.threads.check(checked, request_headers))
         turn: ThreadTurn | None = None
         if not error:
@@ -447,7 +378,7 @@ class _Handler(HardenedHandler):
         error = check_messages_request(body)
         if not error:
             try:
-                chosen = sim.models.choose(body, dict(self.headers.items()), sim.policy)
+                chosen = sim.models.choose(body, self.headers, sim.policy)
             except UnknownModel as err:
                 error = not_found(err) if err.source == "model" else ApiError(400, "invalid_request_error", str(err))
         if error:
@@ -483,47 +414,34 @@ class _Handler(HardenedHandler):
     ) -> bool:
         """Carry out a fault; True when it replaced the answer, False when the normal answer follows."""
         headers = self._common_headers(request_id, index, chosen)
-        kind = "529" if fault.kind == "sse-error" and not stream else fault.kind
+        kind = fault.struck_kind(stream)
         if kind in _ERROR_FAULTS:
             record(_ERROR_FAULTS[kind].status, chosen)
-            # Whole seconds in retry-after (what the real API sends); the SDK prefers the precise -ms one.
-            extra = {
-                "retry-after": str(int(fault.retry_after)),
-                "retry-after-ms": str(round(fault.retry_after * 1000)),
-            }
-            if kind == "429":
-                extra["anthropic-ratelimit-requests-remaining"] = "0"
-            self._send_error(_ERROR_FAULTS[kind], request_id, headers, extra)
+            self._send_error(_ERROR_FAULTS[kind], request_id, headers, fault.error_headers(kind))
             return True
         if kind == "disconnect":
             record(0, chosen)
-            self._drop_connection()
+            self.responder.drop()
             return True
         if kind == "slow":
-            time.sleep(fault.delay)
+            self.sim.clock.sleep(fault.delay)
         return False
 
     def _stream(self, message: dict[str, Any], headers: Mapping[str, str], fault: Fault | None) -> None:
-        self._send_head(
+        self.responder.send_head(
             200,
-            {
-                **headers,
-                "content-type": "text/event-stream; charset=utf-8",
-                "cache-control": "no-cache",
-                "transfer-encoding": "chunked",
-            },
+            {**headers, "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}.items(),
+            chunked=True,
         )
         events = message_events(message)
         strike = fault.kind if fault and fault.kind in ("cut-stream", "sse-error") else None
-        # A fault always fires: with fewer events than after_events, it strikes before message_stop.
-        strike_at = min(fault.after_events, len(events) - 1) if fault and strike else len(events)
+        strike_at = fault.strike_at(len(events)) if fault and strike else len(events)
         for sent, (name, data) in enumerate(events):
             if sent == strike_at:
                 if strike == "cut-stream":
-                    self._drop_connection()
+                    self.responder.drop()
                     return
-                self._write_chunk(encode_event(*error_event("overloaded_error", "Overloaded")))
+                self.responder.write_chunk(encode_event("error", stream_error()))
                 break
-            self._write_chunk(encode_event(name, data))
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+            self.responder.write_chunk(encode_event(name, data))
+        self.responder.finish()

@@ -100,7 +100,3 @@ def message_events(message: dict[str, Any]) -> list[Event]:
     )
     events.append(("message_stop", {"type": "message_stop"}))
     return events
-
-
-def error_event(error_type: str, message: str) -> Event:
-    return "error", {"type": "error", "error": {"type": error_type, "message": message}}
