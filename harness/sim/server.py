@@ -42,6 +42,7 @@ from harness.sim.conversation import Conversation
 from harness.sim.faults import Fault, normalize_faults
 from harness.sim.models import MODEL_HEADER, Chosen, Models, UnknownModel, not_found
 from harness.sim.policies import POLICIES
+from harness.sim.ratelimit import RateLimits
 from harness.sim.responses import build_message, dumps, error_body
 from harness.sim.routes import Resources
 from harness.sim.sse import encode_event, error_event, message_events
@@ -114,11 +115,13 @@ class Simulator:
         threads: bool = True,
         model: str | Callable[[dict[str, Any]], Any] | None = None,
         scripts: Sequence[str | Path] = (),
+        rate_limits: RateLimits | None = None,
     ) -> None:
         """`model`: the default model for requests that name a Claude model id, either a simulator model
         name (`sim-auto:serial`, `sim-<script>`) or a callable (a function model, see
         `harness.sim.function_model`). `scripts`: YAML model scripts, each served as `sim-<name>`; the
-        first is the default when `model` does not say otherwise. `policy` is the older name of `model`."""
+        first is the default when `model` does not say otherwise. `policy` is the older name of `model`.
+        `rate_limits`: per-minute limits enforced with 429s (`harness.sim.ratelimit`); default none."""
         from harness.sim.script import load_script
 
         self.host = _bind_address(host)
@@ -146,7 +149,7 @@ class Simulator:
         self.served: list[Served] = []
         self._ledger = CacheLedger()
         self.threads = Threads(enabled=threads)
-        self.resources = Resources(seed, self.models.names)
+        self.resources = Resources(seed, self.models.names, rate_limits)
         self._lock = threading.Condition()
         self._requests_seen = 0
         self._in_flight = 0
@@ -240,6 +243,7 @@ class _Handler(HardenedHandler):
             headers[f"anthropic-ratelimit-{name}-limit"] = str(limit)
             headers[f"anthropic-ratelimit-{name}-remaining"] = str(left)
             headers[f"anthropic-ratelimit-{name}-reset"] = SIMULATED_NOW
+        headers.update(self.sim.resources.rate_limit_headers())  # the live state of configured limits
         if chosen:
             headers["x-harness-sim-policy"] = chosen.policy
             headers[MODEL_HEADER] = chosen.name
@@ -411,9 +415,14 @@ class _Handler(HardenedHandler):
         message: dict[str, Any] | None = None
         chosen: Chosen | None = None
         wanted: Fault | None = None
+        admission = None
         try:
             if not error:
+                admission = sim.resources.admit_message(turn.body if turn else body)
+                error = admission.error if admission else None
+            if not error:
                 message, chosen, error, wanted = self._answer(turn.body if turn else body, fingerprint)
+                sim.resources.settle_message(admission, message)
         finally:
             # A failed continue gives its reply back, so that the client can continue from it again.
             sim.threads.finish(turn, message)
@@ -428,6 +437,8 @@ class _Handler(HardenedHandler):
             record(error.status, chosen, fault)
             # A scripted model's bug is not worth retrying: the same request fails the same way.
             extra = {"x-should-retry": "false"} if error.status == 500 else None
+            if admission is not None and admission.error is not None:
+                extra = dict(admission.headers)  # the rate limit's retry-after
             self._send_error(error, request_id, headers, extra)
             return
         record(200, chosen, fault)
