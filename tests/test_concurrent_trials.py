@@ -77,6 +77,7 @@ def test_concurrent_trials_against_a_spent_limit_wait_for_it_and_meet_no_429(
         cassette = load_cassette(path)
         assert [interaction["response"]["status"] for interaction in cassette.interactions] == [200, 200]
         assert cassette.meta["source"] == "simulator" and cassette.meta["simulator_model"] == "sim-auto"
+    assert out.count(": 2 steps, outcome ended") == trials
     assert "recorded 3 of 3 cassettes in " in out and f"{concurrency} at a time" in out
     assert "paced 6 requests by the rate-limit headers" in out and "0 429s (0 unpaced" in out
 
