@@ -150,3 +150,20 @@ def test_sim_cli_takes_the_limits_and_refuses_a_bad_one(capsys: pytest.CaptureFi
 def test_record_concurrency_must_be_positive(paced_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert harness_main(["record", "--trials", "2", "--concurrency", "0"]) == 2
     assert "--concurrency must be 1 or more" in capsys.readouterr().err
+
+
+def test_demo_trials_recorded_at_once_are_the_trials_recorded_one_by_one(tmp_path: Path) -> None:
+    from harness.trajectory import load_trajectory
+
+    one_by_one, at_once = tmp_path / "one", tmp_path / "many"
+    assert harness_main(["record", "--demo", "dayflow-brief", "--trials", "3", "--cassettes", str(one_by_one)]) == 0
+    assert harness_main(["record", "--demo", "dayflow-brief", "--trials", "3", "--concurrency", "3",
+                         "--cassettes", str(at_once)]) == 0
+    for (k, first), (j, second) in zip(trial_paths(one_by_one / "dayflow" / "brief.yaml"),
+                                       trial_paths(at_once / "dayflow" / "brief.yaml"), strict=True):
+        assert k == j
+        # trial K has seed K - 1 however the trials were scheduled, so the same ids and the same answers
+        runs = [load_trajectory(path).to_dict() for path in (first, second)]
+        for run in runs:
+            del run["source"]  # which file, and when it was recorded
+        assert runs[0] == runs[1]
