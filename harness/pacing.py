@@ -28,6 +28,7 @@ attempt, before any headers, is blind instead.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import threading
@@ -44,6 +45,7 @@ Clock = Callable[[], float]  # seconds since the epoch (the reset times are wall
 
 KINDS = ("requests", "input-tokens", "output-tokens", "tokens")
 BYTES_PER_TOKEN = 3  # a request body's bytes per input token, on the safe side for text and JSON
+_POLL_SECONDS = 0.05  # how often an asyncio waiter looks again while an answer is due
 _PATHS = ("/messages", "/v1/messages")  # what the Messages API rate limits (the SDK's path has no /v1)
 
 
@@ -217,8 +219,21 @@ class Pacer:
                 # An answer may have come between try_send and here: a short timeout covers it.
                 self._changed.wait(timeout=min(timeout, 1.0) if timeout is not None else 1.0)
 
+    async def acquire_async(self, cost: Cost) -> Ticket:
+        """`acquire` for asyncio: the same decisions, waiting with asyncio.sleep (polling while an answer is due)."""
+        started = time.monotonic()
+        while True:
+            outcome = self.try_send(cost)
+            if isinstance(outcome, Ticket):
+                with self._changed:
+                    self.stats.waited_seconds += time.monotonic() - started
+                return outcome
+            wait = _POLL_SECONDS if outcome is None else max(0.0, outcome - self.clock())
+            await asyncio.sleep(min(wait, _POLL_SECONDS) if outcome is None else wait)
+
     def middleware(self) -> Middleware:
-        """For `anthropic.Anthropic(middleware=[...])`: every Messages API attempt goes through this pacer."""
+        """For `anthropic.Anthropic(middleware=[...])` (or AsyncAnthropic): every Messages API attempt of the
+        client goes through this pacer."""
         return _pacing_middleware(self)
 
 
@@ -227,8 +242,8 @@ def _pacing_middleware(pacer: Pacer) -> Middleware:
 
     class PacingMiddleware(Middleware):
         def handle(self, request: Any, call_next: Any) -> Any:
-            if request.method.upper() != "POST" or request.url.split("?")[0].rstrip("/") not in _PATHS:
-                return call_next(request)  # count_tokens, files, batches, models: other limits
+            if not _rate_limited(request):
+                return call_next(request)
             ticket = pacer.acquire(request_cost(request.json))
             try:
                 response = call_next(request)
@@ -238,4 +253,21 @@ def _pacing_middleware(pacer: Pacer) -> Middleware:
             pacer.observe(ticket, response.status_code, response.headers)
             return response
 
+        async def handle_async(self, request: Any, call_next: Any) -> Any:
+            if not _rate_limited(request):
+                return await call_next(request)
+            ticket = await pacer.acquire_async(request_cost(request.json))
+            try:
+                response = await call_next(request)
+            except BaseException:
+                pacer.observe(ticket, None, {})
+                raise
+            pacer.observe(ticket, response.status_code, response.headers)
+            return response
+
     return PacingMiddleware()
+
+
+def _rate_limited(request: Any) -> bool:
+    """A Messages API call: count_tokens, files, batches and models have limits of their own."""
+    return request.method.upper() == "POST" and request.url.split("?")[0].rstrip("/") in _PATHS

@@ -167,3 +167,29 @@ def test_demo_trials_recorded_at_once_are_the_trials_recorded_one_by_one(tmp_pat
         for run in runs:
             del run["source"]  # which file, and when it was recorded
         assert runs[0] == runs[1]
+
+
+def test_an_async_client_with_the_pacer_waits_for_a_spent_limit_instead_of_a_429() -> None:
+    import asyncio
+
+    from harness.pacing import Pacer
+
+    pacer = Pacer()
+    with Simulator(rate_limits=RateLimits(rpm=120)) as sim:
+        limiter = sim.resources.limiter
+        assert limiter is not None
+        for _ in range(119):  # one request left in this minute's bucket
+            assert limiter.admit(HELLO).error is None
+
+        async def three_at_once() -> list[str]:
+            # No retries: a 429 would raise, so every answer below went only when the pacer let it.
+            async with anthropic.AsyncAnthropic(base_url=sim.base_url, api_key="sim-key", max_retries=0,
+                                                middleware=[pacer.middleware()]) as client:
+                counted = await client.messages.count_tokens(model=HELLO["model"], messages=HELLO["messages"])
+                assert counted.input_tokens > 0  # not a Messages API call: not paced
+                answers = await asyncio.gather(*(client.messages.create(**HELLO) for _ in range(3)))
+            return [answer.type for answer in answers]
+
+        assert asyncio.run(three_at_once()) == ["message"] * 3
+    assert limiter.refused == 0
+    assert pacer.stats.attempts == 3 and pacer.stats.rate_limited == 0
