@@ -12,8 +12,9 @@ answer was sent and full again at `reset` (RFC 3339), refilled steadily in betwe
 every bucket it draws on has room for it, counting as spent what the attempts already in flight draw
 (their answers may not be in the headers yet; counting one twice only keeps a little room in reserve, it
 does not lower the steady rate, which is the refill rate). What an attempt draws: one request, its input
-tokens (estimated from the body's size, one token per 3 bytes, more than the API counts for text) and its
-`max_tokens` of output (what the API reserves at admission). Before any headers have arrived, one attempt
+tokens (estimated from the body's size, one token per 3 bytes: above the simulator's count and, for English
+text in JSON, the API's; text that tokenizes denser may meet a 429, which its retry-after then paces) and
+its `max_tokens` of output (what the API reserves at admission). Before any headers have arrived, one attempt
 goes alone and the others wait for its answer. After a 429, nothing goes until its retry-after has passed.
 
 With the anthropic SDK, `pacer.middleware()` goes in the client's `middleware=[...]`; the SDK calls it
