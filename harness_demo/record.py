@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.commands.record import RecordJob, run_jobs
 from harness.errors import HarnessError
 from harness.report._text import counted
 from harness.report.trials import trial_path
@@ -73,16 +74,21 @@ def run_demo(args: argparse.Namespace) -> int:
               "give --cassettes DIR", file=sys.stderr)
         return 2
     root = args.cassettes if args.cassettes is not None else DEMO_CASSETTES
+    jobs: list[RecordJob] = []
     for item in chosen:
         if args.trials is None:
             runs = [(item.path(root), args.seed)]
         else:
             runs = [(trial_path(item.path(root), k), args.seed + k - 1) for k in range(1, args.trials + 1)]
         for path, seed in runs:
-            result = record_scenario(item, root, seed=seed, path=path)
-            print(f"recorded {path}: {counted(result.steps, 'step')}, outcome {result.outcome.value}"
-                  f"{_note(item, args)}")
-    return 0
+            jobs.append(RecordJob(path, lambda item=item, path=path, seed=seed: _demo_line(item, root, seed, path,
+                                                                                        args)))
+    return run_jobs(jobs, args.concurrency)
+
+
+def _demo_line(item: Scenario, root: Path, seed: int, path: Path, args: argparse.Namespace) -> str:
+    result = record_scenario(item, root, seed=seed, path=path)
+    return f"{counted(result.steps, 'step')}, outcome {result.outcome.value}{_note(item, args)}"
 
 
 def _note(item: Scenario, args: argparse.Namespace) -> str:

@@ -20,6 +20,11 @@ assistant keeps its own), so the candidate folder holds every case the baseline 
 `--trials N` records N runs of each scenario (`brief.trial-1.yaml` ... `brief.trial-N.yaml`), trial K with
 simulator seed `--seed` + K - 1. The simulator answers as a function of the request, so its trials
 differ in their ids only; trials earn their keep against a live model, whose runs vary.
+
+`--concurrency C` records C cassettes at a time (threads, each recording its own cassette). The project's
+scenarios share one `harness.pacing.Pacer`: every Messages API attempt waits until the rate-limit headers
+of the answers so far leave room for it, so C trials against the API (or `harness sim --rpm N`) keep to
+its limits instead of meeting 429s; the SDK's own retries are left as they are (see harness.pacing).
 """
 
 from __future__ import annotations
@@ -27,10 +32,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, absolute
+from harness.pacing import Pacer
 from harness.project import ProjectScenario, load_project
 from harness.report._text import counted
 from harness.report.trials import trial_path
@@ -58,6 +69,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="record N runs of each scenario as NAME.trial-1.yaml ... NAME.trial-N.yaml",
     )
     parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        metavar="C",
+        help="record C cassettes at a time (default 1); the project's scenarios pace themselves by the API's "
+        "rate-limit headers",
+    )
+    parser.add_argument(
         "--seed", type=int, default=0, help="simulator seed (default 0); trial K uses seed + K - 1. It changes ids only"
     )
     parser.add_argument(
@@ -75,6 +94,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.trials is not None and args.trials < 1:
         print("harness record: --trials must be 1 or more", file=sys.stderr)
+        return 2
+    if args.concurrency < 1:
+        print("harness record: --concurrency must be 1 or more", file=sys.stderr)
         return 2
     if args.demo:  # the one door from this command to the demo package, opened only when asked for
         from harness_demo.record import run_demo
@@ -104,13 +126,56 @@ def _run_project(args: argparse.Namespace) -> int:
         item.function()  # every name resolves before anything is recorded
     options = _client_options()
     folder = args.cassettes if args.cassettes is not None else project.cassettes
+    pacer = Pacer()  # one for the whole run: the API's limits are the account's, whichever trial spends them
+    jobs: list[RecordJob] = []
     for item in chosen:
         path = folder / item.cassette_path.relative_to(project.cassettes)
         paths = [path] if args.trials is None else [trial_path(path, k) for k in range(1, args.trials + 1)]
         for target in paths:
-            result = record_project_scenario(item, target, **options)
-            print(f"recorded {target}: {_describe(result, target)}")
-    return 0
+            jobs.append(RecordJob(target, lambda item=item, target=target: _describe(
+                record_project_scenario(item, target, pacer=pacer, **options), target)))
+    status = run_jobs(jobs, args.concurrency)
+    stats = pacer.stats
+    if len(jobs) > 1 and (stats.waited_seconds >= 0.05 or stats.rate_limited):
+        print(f"paced {counted(stats.attempts, 'request')} by the rate-limit headers: waited "
+              f"{stats.waited_seconds:.1f} s in all; {counted(stats.rate_limited, '429')} "
+              f"({stats.unpaced} unpaced, {stats.blind} before any headers)")
+    return status
+
+
+@dataclass(frozen=True)
+class RecordJob:
+    """One cassette to record: `record` records it and says what it holds."""
+
+    path: Path
+    record: Callable[[], str]
+
+
+def run_jobs(jobs: Sequence[RecordJob], concurrency: int) -> int:
+    """Record every job, `concurrency` at a time; a failed one is reported and the others go on (exit 1)."""
+    if concurrency == 1:  # one at a time, as before: a failure stops the run with its own error
+        for job in jobs:
+            print(f"recorded {job.path}: {job.record()}", flush=True)
+        return 0
+    started = time.monotonic()
+    printing = threading.Lock()
+    failed = 0
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="harness-record") as pool:
+        futures = {pool.submit(job.record): job for job in jobs}
+        for future in as_completed(futures):
+            job = futures[future]
+            try:
+                line, error = f"recorded {job.path}: {future.result()}", None
+            except Exception as err:  # one trial's failure is data: the others still get recorded
+                line, error = None, f"harness record: {absolute(job.path)}: not recorded: {type(err).__name__}: {err}"
+                failed += 1
+            with printing:
+                print(line or error, file=sys.stdout if line else sys.stderr, flush=True)
+    elapsed = time.monotonic() - started
+    done = len(jobs) - failed
+    print(f"recorded {done} of {counted(len(jobs), 'cassette')} in {elapsed:.1f} s, {concurrency} at a time "
+          f"({done * 60 / elapsed if elapsed > 0 else 0:.1f} a minute)")
+    return 1 if failed else 0
 
 
 def _client_options() -> dict[str, Any]:
@@ -125,14 +190,17 @@ def _client_options() -> dict[str, Any]:
     )
 
 
-def record_project_scenario(item: ProjectScenario, path: Path, **client_options: Any) -> Any:
-    """Run one of the project's scenarios with a client from the environment and record it afresh to `path`."""
+def record_project_scenario(item: ProjectScenario, path: Path, *, pacer: Pacer | None = None,
+                            **client_options: Any) -> Any:
+    """Run one of the project's scenarios with a client from the environment and record it afresh to `path`;
+    with `pacer`, every Messages API attempt of the client waits for it."""
     import anthropic
 
     from harness.cassette.recorder import use_cassette
 
     with use_cassette(path, mode="rewrite"):
-        client = anthropic.Anthropic(max_retries=item.max_retries, **client_options)
+        middleware = [pacer.middleware()] if pacer is not None else []
+        client = anthropic.Anthropic(max_retries=item.max_retries, middleware=middleware, **client_options)
         try:
             return item.run(client)
         finally:

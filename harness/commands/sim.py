@@ -14,6 +14,7 @@ from harness.errors import HarnessError
 from harness.httpserver import run_until_stopped
 from harness.sim.faults import FAULT_KINDS, Fault, parse_fault_spec
 from harness.sim.policies import POLICIES
+from harness.sim.ratelimit import RateLimits
 from harness.sim.server import Simulator
 
 
@@ -22,6 +23,16 @@ def _fault_argument(text: str) -> tuple[int, Fault]:
         return parse_fault_spec(text)
     except HarnessError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of 1 or more, got {text!r}")
+    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,6 +65,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="a scripted model in YAML, served as sim-<its name> (repeatable); checked before the server starts",
     )
+    for flag, what in (("--rpm", "requests"), ("--itpm", "input tokens"), ("--otpm", "output tokens")):
+        parser.add_argument(
+            flag, type=_positive, default=None, metavar="N",
+            help=f"enforce a limit of N {what} per minute (a token bucket, as the API's), answering 429 "
+            "rate_limit_error with retry-after beyond it; the anthropic-ratelimit-* headers show its state",
+        )
     parser.add_argument("--url-file", type=Path, help="write the base URL to this file once listening")
     parser.add_argument(
         "--max-requests", type=int, default=None, help="exit after answering this many /v1/messages requests"
@@ -84,7 +101,12 @@ def run(args: argparse.Namespace) -> int:
         threads=args.threads,
         model=args.default_model,
         scripts=args.script,
+        rate_limits=RateLimits(rpm=args.rpm, itpm=args.itpm, otpm=args.otpm),
     )
+    limits = [f"{value} {unit}" for value, unit in ((args.rpm, "rpm"), (args.itpm, "itpm"), (args.otpm, "otpm"))
+              if value is not None]
+    if limits:
+        print(f"harness sim: rate limits {', '.join(limits)} (429 beyond them)", flush=True)
     # The shared foreground loop: the URL file written atomically once listening, SIGTERM or Ctrl-C stop within
     # a second, --max-requests lets the last answers finish.
     run_until_stopped(

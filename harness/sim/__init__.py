@@ -9,7 +9,8 @@ Models (`sim-<name>`, the header `x-harness-sim-policy`, `model=`, or detected f
 also what a Claude model id no scripted policy claims gets), scripts (`scripts=[FILE]`, see
 `harness.sim.script`), a function (`Simulator(model=callable)`, see `harness.sim.function_model`) and the
 scripted policies dayflow, sql, echo, repeat, max-tokens, refuse, pause-turn, context-window.
-Fault kinds: see `FAULT_KINDS`.
+Fault kinds: see `FAULT_KINDS`. Rate limits with real 429s: `Simulator(rate_limits=RateLimits(rpm=120))`,
+see `harness.sim.ratelimit`.
 Message threads (beta `message-threads-2026-08-12`, what the SDK's tool runner uses) are held by the
 server unless `Simulator(threads=False)`; see `harness.sim.threads`.
 """
@@ -17,7 +18,11 @@ server unless `Simulator(threads=False)`; see `harness.sim.threads`.
 from harness.sim.faults import FAULT_KINDS, Fault
 from harness.sim.function_model import SimulatedApiError
 from harness.sim.policies import POLICIES
+from harness.sim.ratelimit import RateLimits
 from harness.sim.server import Served, Simulator
 from harness.sim.threads import MESSAGE_THREADS_BETA
 
-__all__ = ["FAULT_KINDS", "MESSAGE_THREADS_BETA", "POLICIES", "Fault", "Served", "SimulatedApiError", "Simulator"]
+__all__ = [
+    "FAULT_KINDS", "MESSAGE_THREADS_BETA", "POLICIES", "Fault", "RateLimits", "Served", "SimulatedApiError",
+    "Simulator",
+]

@@ -1,18 +1,23 @@
-"""The simulator's endpoints beyond /v1/messages: Files, Message Batches and Models.
+"""The simulator's endpoints beyond /v1/messages: Files, Message Batches and Models; and its rate limits.
 
 `Resources.answer` is the one hook the HTTP server calls for a request it does not route itself; it
 gets the request as data and gives back an `Answer` (status, headers, body bytes), or None when the
 path is none of these. The state (uploaded files, batches) lives here, per simulator, in memory.
+
+`Resources.admit_message`, `settle_message` and `rate_limit_headers` are the hooks for /v1/messages when
+rate limits are configured (`harness.sim.ratelimit`); with none, they admit everything and add no header.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 from urllib.parse import parse_qs
 
 from harness.sim.batches import Batches
 from harness.sim.files import Files
 from harness.sim.models_api import ModelsApi
+from harness.sim.ratelimit import Admission, RateLimiter, RateLimits, output_tokens_of
 from harness.sim.resources import Answer, ApiErrorRaised, Call, MessageAnswerer
 from harness.sim.responses import error_body
 from harness.sim.validation import check_auth
@@ -21,10 +26,27 @@ from harness.sim.validation import check_auth
 class Resources:
     """Files (`/v1/files`), Message Batches (`/v1/messages/batches`) and Models (`/v1/models`)."""
 
-    def __init__(self, seed: int, model_ids: Callable[[], Sequence[str]]) -> None:
+    def __init__(self, seed: int, model_ids: Callable[[], Sequence[str]],
+                 rate_limits: RateLimits | None = None) -> None:
         self.files = Files(seed)
         self.batches = Batches(seed)
         self.models = ModelsApi(model_ids)
+        limited = rate_limits is not None and rate_limits.any
+        self.limiter = RateLimiter(rate_limits) if limited else None
+
+    # -- rate limits of /v1/messages ----------------------------------------------------------------
+    def admit_message(self, body: Any) -> Admission | None:
+        """None when no limit is configured; else the limiter's admission (an error is a 429 to send)."""
+        if self.limiter is None or not isinstance(body, dict):
+            return None
+        return self.limiter.admit(body)
+
+    def settle_message(self, admission: Admission | None, message: Any) -> None:
+        if self.limiter is not None and admission is not None:
+            self.limiter.settle(admission, output_tokens_of(message))
+
+    def rate_limit_headers(self) -> dict[str, str]:
+        return self.limiter.headers() if self.limiter is not None else {}
 
     def answer(self, method: str, path: str, query: str, headers: Mapping[str, str], body: bytes, *,
                base_url: str, request_id: str, answer_message: MessageAnswerer) -> Answer | None:

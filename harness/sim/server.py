@@ -12,7 +12,8 @@ see `harness.sim.threads`. Files, Message Batches and Models are served by `harn
 Headers copy the real service's (request-id, anthropic-ratelimit-*, x-should-retry on errors) plus
 `x-harness-simulator: 1`, `x-harness-sim-model` (the simulator model that answered, e.g. sim-auto) and
 `x-harness-sim-policy` (its bare name). Rate-limit reset times use the simulated clock
-(`SIMULATED_NOW`) rather than the wall clock, so recorded headers stay the same from run to run.
+(`SIMULATED_NOW`) rather than the wall clock, so recorded headers stay the same from run to run, unless
+limits are configured (`rate_limits`): then the headers carry the limiter's live state.
 
 The HTTP side (reading and checking requests, timeouts, streaming writes, stop) is the server core's,
 `harness.httpserver`: `Simulator` is a `LoopbackServer` and `_Exchange` answers one request.
@@ -37,6 +38,7 @@ from harness.sim.conversation import Conversation
 from harness.sim.faults import ERROR_STATUSES, Fault, cut_body, normalize_faults, stream_error
 from harness.sim.models import MODEL_HEADER, Chosen, Models, UnknownModel, not_found
 from harness.sim.policies import POLICIES
+from harness.sim.ratelimit import RateLimits
 from harness.sim.responses import build_message, dumps, error_body
 from harness.sim.routes import Resources
 from harness.sim.sse import encode_event, message_events
@@ -106,12 +108,14 @@ class Simulator(LoopbackServer):
         model: str | Callable[[dict[str, Any]], Any] | None = None,
         scripts: Sequence[str | Path] = (),
         clock: Clock = time,
+        rate_limits: RateLimits | None = None,
     ) -> None:
         """`model`: the default model for requests that name a Claude model id, either a simulator model
         name (`sim-auto:serial`, `sim-<script>`) or a callable (a function model, see
         `harness.sim.function_model`). `scripts`: YAML model scripts, each served as `sim-<name>`; the
         first is the default when `model` does not say otherwise. `policy` is the older name of `model`.
-        `clock`: what a "slow" fault sleeps on (the `time` module; a test passes a fake one)."""
+        `clock`: what a "slow" fault sleeps on (the `time` module; a test passes a fake one).
+        `rate_limits`: per-minute limits enforced with 429s (`harness.sim.ratelimit`); default none."""
         from harness.sim.script import load_script
 
         super().__init__(host=_bind_address(host), port=port)
@@ -139,7 +143,7 @@ class Simulator(LoopbackServer):
         self.served: list[Served] = []
         self._ledger = CacheLedger()
         self.threads = Threads(enabled=threads)
-        self.resources = Resources(seed, self.models.names)
+        self.resources = Resources(seed, self.models.names, rate_limits)
         self._lock = threading.Lock()
         self._requests_seen = 0
 
@@ -223,6 +227,7 @@ class _Exchange:
             headers[f"anthropic-ratelimit-{name}-limit"] = str(limit)
             headers[f"anthropic-ratelimit-{name}-remaining"] = str(left)
             headers[f"anthropic-ratelimit-{name}-reset"] = SIMULATED_NOW
+        headers.update(self.sim.resources.rate_limit_headers())  # the live state of configured limits
         if chosen:
             headers["x-harness-sim-policy"] = chosen.policy
             headers[MODEL_HEADER] = chosen.name
@@ -342,9 +347,14 @@ class _Exchange:
         message: dict[str, Any] | None = None
         chosen: Chosen | None = None
         wanted: Fault | None = None
+        admission = None
         try:
             if not error:
+                admission = sim.resources.admit_message(turn.body if turn else body)
+                error = admission.error if admission else None
+            if not error:
                 message, chosen, error, wanted = self._answer(turn.body if turn else body, fingerprint)
+                sim.resources.settle_message(admission, message)
         finally:
             # A failed continue gives its reply back, so that the client can continue from it again.
             sim.threads.finish(turn, message)
@@ -359,6 +369,8 @@ class _Exchange:
             record(error.status, chosen, fault)
             # A scripted model's bug is not worth retrying: the same request fails the same way.
             extra = {"x-should-retry": "false"} if error.status == 500 else None
+            if admission is not None and admission.error is not None:
+                extra = dict(admission.headers)  # the rate limit's retry-after
             self._send_error(error, request_id, headers, extra)
             return
         record(200, chosen, fault)
