@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.commands.record import record_project_scenario
-
 from harness.pacing import Pacer
 from harness.project import load_project
 from harness.report.trials import trial_path

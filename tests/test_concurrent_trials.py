@@ -6,7 +6,7 @@ from pathlib import Path
 
 import anthropic
 import pytest
-from harness.sim.cli import add_arguments as sim_arguments
+from harness.commands.sim import add_arguments as sim_arguments
 
 from harness.cassette.format import load_cassette
 from harness.cli import main as harness_main

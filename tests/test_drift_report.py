@@ -221,7 +221,7 @@ def test_a_swallowed_miss_still_fails_the_drift_report(pytester: pytest.Pytester
     body = '''
 import os
 import pytest
-from tests.fake_messages_api import FakeMessagesAPI
+from fake_messages_api import FakeMessagesAPI
 
 @pytest.mark.cassette(path="cassettes/quiet.yaml", allow_unused=True)
 def test_quiet():

@@ -286,7 +286,7 @@ def test_written_files_follow_the_umask(tmp_path: Path) -> None:
 FAKE = (Path(__file__).parent / "fake_messages_api.py").read_text()
 LOOP_TEST = '''
 import pytest
-from tests.fake_messages_api import FakeMessagesAPI
+from fake_messages_api import FakeMessagesAPI
 from harness import assert_trajectory, run_loop
 
 PROMPT = "You write the morning brief. " + "Read everything first, then write it in order of urgency. " * 3

@@ -14,7 +14,7 @@ FAKE = (Path(__file__).parent / "fake_messages_api.py").read_text()
 
 ASK = '''
 import pytest
-from tests.fake_messages_api import FakeMessagesAPI
+from fake_messages_api import FakeMessagesAPI
 
 def ask(client, text):
     return client.messages.create(model="claude-sonnet-5", max_tokens=32,
