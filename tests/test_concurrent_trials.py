@@ -6,10 +6,10 @@ from pathlib import Path
 
 import anthropic
 import pytest
-from harness.commands.sim import add_arguments as sim_arguments
 
 from harness.cassette.format import load_cassette
 from harness.cli import main as harness_main
+from harness.commands.sim import add_arguments as sim_arguments
 from harness.report.trials import trial_paths
 from harness.sim import RateLimits, Simulator
 from harness.sim.tokens import count_input
