@@ -24,7 +24,8 @@ from harness.agents.dayflow import (
 )
 from harness.agents.dayflow.cli import main
 from harness.agents.dayflow.tools import load_fixture
-from harness.loop import Event, Outcome, RunResult, Usage
+from harness.loop import Event, Outcome, RunResult
+from harness.run import Usage
 from harness.sim import Simulator
 
 FIXTURES = Path(__file__).resolve().parent.parent / "harness" / "agents" / "dayflow" / "fixtures"

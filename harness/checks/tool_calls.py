@@ -23,7 +23,8 @@ from typing import Any
 from harness.checks.base import CheckResult, CheckSpec, fail, ok
 from harness.checks.matching import maximum_matching
 from harness.jsonpaths import drop_paths, parse_path
-from harness.trajectory import ToolCall, Trajectory, canonical_json
+from harness.run import ToolCall, canonical_json
+from harness.trajectory import Trajectory
 
 NAME = "trajectory_match"
 MODES = ("strict", "unordered", "subset", "superset")
