@@ -195,7 +195,7 @@ class RunResult:
     def error(self) -> dict[str, Any] | None:
         """The failed model call that ended the run, as data (status, error_type, ...); None when none did."""
         last = self.exchanges[-1] if self.exchanges else None
-        return last.error() if last is not None else None
+        return last.failure() if last is not None else None
 
     @property
     def cost_usd(self) -> float | None:

@@ -183,7 +183,7 @@ class Exchange:
     def ok(self) -> bool:
         return self.message is not None
 
-    def error(self) -> dict[str, Any] | None:
+    def failure(self) -> dict[str, Any] | None:
         """The failure as data (status, error_type, error_message, retry_after), or None for a message."""
         if self.ok:
             return None
@@ -235,10 +235,10 @@ class Exchange:
         ), ""
 
 
-def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+def retry_after_seconds(headers: Mapping[str, Any]) -> float | None:
     """How long the server asked a client to wait: retry-after-ms, else retry-after in seconds (a date: None).
 
-    `headers` must look names up without regard to case (httpx2.Headers does; `_headers` makes one that does).
+    `headers` must find lower-case names whatever their case was (httpx2.Headers does; so does `_headers`).
     """
     for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
         value = headers.get(name)
@@ -251,14 +251,9 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     return None
 
 
-def _headers(stored: Any) -> dict[str, str]:
-    """A stored response's headers (a mapping, or [name, value] pairs) with lower-case names."""
-    items = stored.items() if isinstance(stored, Mapping) else stored if isinstance(stored, list) else []
-    found: dict[str, str] = {}
-    for item in items:
-        if isinstance(item, list | tuple) and len(item) == 2:
-            found[str(item[0]).lower()] = item[1] if isinstance(item[1], str) else str(item[1])
-    return found
+def _headers(stored: Any) -> dict[str, Any]:
+    """A stored response's headers by lower-case name (the recorder stores them so; a damaged file may not)."""
+    return {str(name).lower(): value for name, value in stored.items()} if isinstance(stored, Mapping) else {}
 
 
 def _is_message(payload: Mapping[str, Any]) -> bool:
