@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     from harness.cassette.format import CassetteFile
     from harness.loop import RunResult
 
+# Exchange, ToolCall, ToolResult, Usage and canonical_json are harness.run's, named here too so that
+# existing `from harness.trajectory import ...` lines keep working.
 __all__ = [
     "TRAJECTORY_VERSION",
     "Attempt",
