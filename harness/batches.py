@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from harness.trajectory import Exchange
+from harness.run import Exchange
 
 BATCHES_PATH = "/v1/messages/batches"
 _RESULTS_PATH = re.compile(r"^/v1/messages/batches/([^/]+)/results/?$")
@@ -131,7 +131,7 @@ def _exchange(line: Mapping[str, Any], sent: Mapping[str, Any], position: int) -
 def batch_trajectories(source: Any) -> dict[str, Any]:
     """{custom_id: Trajectory} for every batch request whose result a cassette (a path, a CassetteFile or a
     Trajectory built from one) holds, in the order of the results."""
-    from harness.trajectory import Trajectory, load_trajectory
+    from harness.trajectory import Trajectory, load_trajectory  # here: the trajectory reads batches with this module
 
     if isinstance(source, Trajectory):
         full = source

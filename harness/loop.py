@@ -7,7 +7,12 @@ else (stop reasons, guards, history, records) is shared, so the two cannot drift
 
 Every way a run can end is an `Outcome` on the returned `RunResult`, never an exception: API errors
 after the SDK's own retries, timeouts, a guard firing, a model refusing. The result keeps the partial
-run (conversation, calls, tool calls, usage) so a failure can be read like a success.
+run (conversation, exchanges, tool calls, usage) so a failure can be read like a success.
+
+The run is recorded as `harness.run` records: one `Exchange` per model call (the exact body sent,
+then the Message, or the error as data: status, API error type, message, retry-after), the
+`ToolCall`s it answered and the `Usage` it spent. `Trajectory.from_run` reads those exchanges as it
+reads a cassette's.
 """
 
 from __future__ import annotations
@@ -21,10 +26,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
+import anthropic
+import httpx2
+
 from harness.pricing import estimate_cost
+from harness.run import Exchange, ToolCall, ToolResult, Usage, retry_after_seconds
 
 if TYPE_CHECKING:
-    import anthropic
     from anthropic.types import Message
 
 __all__ = [
@@ -73,30 +81,6 @@ class ToolRegistryLike(Protocol):
     def definitions(self) -> list[dict]: ...
 
     def run(self, name: str, tool_input: Any) -> Any: ...  # -> ToolOutput(content, is_error)
-
-
-@dataclass
-class Usage:
-    """Token counts summed over a run, each kind apart (the API reports them apart, and prices differ)."""
-
-    input: int = 0
-    output: int = 0
-    cache_write: int = 0  # usage.cache_creation_input_tokens
-    cache_read: int = 0  # usage.cache_read_input_tokens
-
-    @property
-    def total(self) -> int:
-        return self.input + self.output + self.cache_write + self.cache_read
-
-    def add(self, usage: Any) -> None:
-        """Add one response's SDK `Usage`."""
-        self.input += usage.input_tokens or 0
-        self.output += usage.output_tokens or 0
-        self.cache_write += getattr(usage, "cache_creation_input_tokens", None) or 0
-        self.cache_read += getattr(usage, "cache_read_input_tokens", None) or 0
-
-    def to_dict(self) -> dict[str, int]:
-        return {**dataclasses.asdict(self), "total": self.total}
 
 
 @dataclass(frozen=True)
@@ -151,23 +135,11 @@ class LoopConfig:
 
 
 @dataclass(frozen=True)
-class ToolCall:
-    """One tool_use the model asked for and what the loop answered."""
-
-    step: int  # the model call that asked for it
-    name: str
-    id: str
-    input: Any
-    output: str  # the tool_result content sent back
-    is_error: bool
-    duration_ms: float
-    chars: int
-    synthetic: bool = False  # answered by the repeated-call breaker instead of running the tool
-
-
-@dataclass(frozen=True)
 class ModelCall:
-    """One completed Messages API call: the exact JSON body sent and the Message received."""
+    """One completed Messages API call: the exact JSON body sent and the Message received.
+
+    A view of a successful `Exchange` (`RunResult.calls`), numbered by the step it made.
+    """
 
     step: int
     request: dict[str, Any]
@@ -179,7 +151,8 @@ class ModelCall:
 class Event:
     """One model call (kind "model_call") or tool execution (kind "tool_call"), in the order they ran.
 
-    A model call that failed has an event (with data["error"]) but no `ModelCall`.
+    A model call that failed has an event (data: "error" for a person, and its status and error_type)
+    but no `ModelCall`; its `Exchange` holds the error as data.
     """
 
     kind: str
@@ -202,13 +175,27 @@ class RunResult:
     model: str
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
-    calls: list[ModelCall] = field(default_factory=list)
+    exchanges: list[Exchange] = field(default_factory=list)  # every model call, in order, failed ones included
     events: list[Event] = field(default_factory=list)
     messages: list[dict[str, Any]] = field(default_factory=list)  # the conversation, as recorded
 
     @property
     def ok(self) -> bool:
         return self.outcome is Outcome.ENDED
+
+    @property
+    def calls(self) -> list[ModelCall]:
+        """The model calls that returned a Message: step 1..N."""
+        answered = [exchange for exchange in self.exchanges if exchange.message is not None]
+        return [ModelCall(step=step, request=dict(exchange.request), response=dict(exchange.message or {}),
+                          duration_ms=exchange.duration_ms or 0.0)
+                for step, exchange in enumerate(answered, start=1)]
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        """The failed model call that ended the run, as data (status, error_type, ...); None when none did."""
+        last = self.exchanges[-1] if self.exchanges else None
+        return last.failure() if last is not None else None
 
     @property
     def cost_usd(self) -> float | None:
@@ -225,13 +212,21 @@ class RunResult:
             "stop_sequence": self.stop_sequence,
             "steps": self.steps,
             "model": self.model,
-            "tool_calls": [dataclasses.asdict(call) for call in self.tool_calls],
+            "tool_calls": [_tool_call_record(call) for call in self.tool_calls],
             "usage": self.usage.to_dict(),
             "cost_usd": self.cost_usd,
             "calls": [dataclasses.asdict(call) for call in self.calls],
+            "error": self.error,
             "events": [event.to_dict() for event in self.events],
             "messages": self.messages,
         }
+
+
+def _tool_call_record(call: ToolCall) -> dict[str, Any]:
+    """A tool call as `RunResult.to_dict()` has always given it: what the loop ran and answered."""
+    return {"step": call.step, "name": call.name, "id": call.id, "input": call.input, "output": call.output,
+            "is_error": call.is_error, "duration_ms": call.duration_ms, "chars": call.chars,
+            "synthetic": call.synthetic}
 
 
 # --- the I/O the machine asks its driver for --------------------------------------------------
@@ -296,9 +291,10 @@ class _Machine:
         self.messages: list[dict[str, Any]] = _initial_messages(user)
         self.tool_definitions = _tool_definitions(tools, cache=config.cache_prompts)
         self.usage = Usage()
-        self.calls: list[ModelCall] = []
+        self.exchanges: list[Exchange] = []
         self.events: list[Event] = []
         self.tool_calls: list[ToolCall] = []
+        self.unsent: list[ToolCall] = []  # answered, their results not yet carried by a request that got a message
         self.steps = 0
         self.last_message: Message | None = None
         self._streak_key: str | None = None
@@ -398,8 +394,12 @@ class _Machine:
 
         if reply.message is None:
             error = reply.error
+            assert error is not None
+            failed = _failed_exchange(body, error, reply.duration_ms)
+            self.exchanges.append(failed)
             described = f"{type(error).__name__}: {error}"
-            self._event("model_call", step, reply.duration_ms, {"error": described})
+            self._event("model_call", step, reply.duration_ms,
+                        {"error": described, "status": failed.status, "error_type": failed.error_type})
             remaining = self._remaining()
             if remaining is not None and remaining <= 0:
                 return self._finish(Outcome.DEADLINE, f"{self._deadline_reason('during')} ({described})")
@@ -408,15 +408,13 @@ class _Machine:
         message = reply.message
         self.steps = step
         self.last_message = message
-        self.usage.add(message.usage)
-        self.calls.append(
-            ModelCall(
-                step=step,
-                request=body,
-                response=message.model_dump(mode="json"),
-                duration_ms=reply.duration_ms,
-            )
-        )
+        self.usage = self.usage + Usage.from_api(message.usage)
+        self.exchanges.append(Exchange(request=body, message=message.model_dump(mode="json"), status=200,
+                                       duration_ms=reply.duration_ms))
+        for call in self.unsent:  # this request carried their results
+            if call.result is not None:
+                call.result = dataclasses.replace(call.result, step=step)
+        self.unsent = []
         # Phase 4, first half: the assistant turn goes into history exactly as returned.
         self.messages.append(
             {"role": "assistant", "content": [block.to_dict(mode="json") for block in message.content]}
@@ -453,17 +451,16 @@ class _Machine:
             outcome = reply
 
         call = ToolCall(
-            step=self.steps,
-            name=block.name,
             id=block.id,
+            name=block.name,
             input=block.input,
-            output=outcome.content,
-            is_error=outcome.is_error,
+            step=self.steps,
+            result=ToolResult(content=outcome.content, is_error=outcome.is_error, step=None),
             duration_ms=outcome.duration_ms,
-            chars=len(outcome.content),
             synthetic=synthetic,
         )
         self.tool_calls.append(call)
+        self.unsent.append(call)
         self._event(
             "tool_call",
             self.steps,
@@ -531,7 +528,7 @@ class _Machine:
             model=self.model,
             tool_calls=self.tool_calls,
             usage=self.usage,
-            calls=self.calls,
+            exchanges=self.exchanges,
             events=self.events,
             messages=self.messages,
         )
@@ -604,6 +601,30 @@ def _compact_block(block: dict[str, Any], names: Mapping[str, str]) -> dict[str,
     if isinstance(content, str) and len(content) <= len(placeholder):
         return block  # already shorter than its placeholder
     return {**block, "content": placeholder}
+
+
+def _failed_exchange(body: dict[str, Any], error: Exception, duration_ms: float) -> Exchange:
+    """A call that raised (after the SDK's retries), with the error as the data the SDK parsed for us.
+
+    Connection failures get the recorder's words (timeout, connect, disconnect), so a live run and its
+    cassette name them alike.
+    """
+    status: int | None = None
+    retry_after: float | None = None
+    if isinstance(error, anthropic.APIStatusError):
+        status = error.status_code
+        kind = error.type or f"http_{status}"
+        message = error.api_message or error.message
+        retry_after = retry_after_seconds(error.response.headers)
+    elif isinstance(error, anthropic.APITimeoutError):
+        kind, message = "timeout", str(error.__cause__ or error)
+    elif isinstance(error, anthropic.APIConnectionError):
+        kind = "connect" if isinstance(error.__cause__, httpx2.ConnectError) else "disconnect"
+        message = str(error.__cause__ or error)
+    else:  # not the API's: a bug in a client wrapper, a transport of the caller's
+        kind, message = type(error).__name__, str(error)
+    return Exchange(request=body, message=None, status=status, error_type=kind, error_message=message,
+                    retry_after=retry_after, duration_ms=duration_ms)
 
 
 # --- the drivers: the only places that do I/O --------------------------------------------------

@@ -8,16 +8,16 @@ under-estimated. A model we have no price for gives `None`: no number is better 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+
+from harness.run import TOKEN_KINDS, Usage
 
 __all__ = ["PRICES", "Price", "estimate_cost", "price_for"]
 
 
 @dataclass(frozen=True)
 class Price:
-    """USD per million tokens, by kind of token."""
+    """USD per million tokens, by kind of token (its fields are `harness.run.TOKEN_KINDS`)."""
 
     input: float
     output: float
@@ -73,32 +73,13 @@ def price_for(model: str) -> Price | None:
     return None
 
 
-_KINDS = {
-    "input": ("input", "input_tokens"),
-    "output": ("output", "output_tokens"),
-    "cache_write": ("cache_write", "cache_creation_input_tokens"),
-    "cache_read": ("cache_read", "cache_read_input_tokens"),
-}
-
-
-def _count(usage: Any, names: tuple[str, ...]) -> int:
-    for name in names:
-        value = usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
-        if value is not None:
-            # A count from a file may be anything; only a plain non-negative number counts.
-            plain = isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < 1e15
-            return int(value) if plain else 0
-    return 0
-
-
-def estimate_cost(model: str, usage: Any) -> float | None:
+def estimate_cost(model: str, usage: Usage) -> float | None:
     """USD cost of `usage` on `model`, or None for a model without a known price.
 
-    `usage` is a `harness.loop.Usage`, an SDK `Usage` (input_tokens, cache_creation_input_tokens, ...)
-    or a mapping with either set of names; missing counts are zero.
+    Other shapes of usage become a `Usage` first: `Usage.from_api` (the SDK's or the API's JSON),
+    `Usage.from_dict` (ours, as `to_dict` writes it).
     """
     price = price_for(model)
     if price is None:
         return None
-    total = sum(_count(usage, _KINDS[kind]) * getattr(price, kind) for kind in _KINDS)
-    return total / 1_000_000
+    return sum(getattr(usage, kind) * getattr(price, kind) for kind in TOKEN_KINDS) / 1_000_000

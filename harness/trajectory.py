@@ -1,4 +1,8 @@
-"""The trajectory of an agent run: Anthropic-native steps, derived from a cassette or from a loop run.
+"""The trajectory of an agent run: Anthropic-native steps, derived from its exchanges.
+
+Every record of a run is a list of `harness.run.Exchange`s: a cassette's interactions (recorded or
+replayed), a batch's results, the calls `run_loop` made. `Trajectory.from_exchanges` is the one
+builder; `from_cassette` and `from_run` only say where the exchanges come from.
 
 A step is one /v1/messages exchange that returned a Message: what the request added to the
 conversation (the delta), the response blocks, the stop_reason, the usage and the tool calls with the
@@ -25,18 +29,23 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.batches import batch_exchanges
 from harness.errors import CassetteError
 from harness.jsondata import canonical_json, fingerprint
+from harness.pricing import estimate_cost
+from harness.run import Exchange, ToolCall, ToolResult, Usage
 
 if TYPE_CHECKING:
     from harness.cassette.format import CassetteFile
+    from harness.loop import RunResult
 
+# Exchange, ToolCall, ToolResult, Usage and canonical_json are harness.run's, named here too so that
+# existing `from harness.trajectory import ...` lines keep working.
 __all__ = [
     "TRAJECTORY_VERSION",
     "Attempt",
@@ -55,93 +64,10 @@ __all__ = [
 ]
 
 TRAJECTORY_VERSION = 1
-MESSAGES_PATH = "/v1/messages"
 _THINKING = ("thinking", "redacted_thinking")
 
 
 # --- the parts of a trajectory ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Token counts, each kind apart: the API reports them apart and prices them differently."""
-
-    input: int = 0
-    output: int = 0
-    cache_write: int = 0  # usage.cache_creation_input_tokens
-    cache_read: int = 0  # usage.cache_read_input_tokens
-
-    KINDS = ("input", "output", "cache_write", "cache_read")
-
-    @property
-    def total(self) -> int:
-        return self.input + self.output + self.cache_write + self.cache_read
-
-    @classmethod
-    def from_api(cls, usage: Any) -> Usage:
-        """From a Messages API `usage` object; every field is optional (2024 recordings lack the cache ones)."""
-        if not isinstance(usage, Mapping):
-            return cls()
-
-        def count(name: str) -> int:
-            value = usage.get(name)
-            return int(value) if isinstance(value, int | float) else 0
-
-        return cls(
-            input=count("input_tokens"),
-            output=count("output_tokens"),
-            cache_write=count("cache_creation_input_tokens"),
-            cache_read=count("cache_read_input_tokens"),
-        )
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(*(getattr(self, kind) + getattr(other, kind) for kind in self.KINDS))
-
-    def to_dict(self) -> dict[str, int]:
-        return {kind: getattr(self, kind) for kind in self.KINDS} | {"total": self.total}
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    """The tool_result that answered a tool call."""
-
-    content: str  # text parts joined; other parts (images) as "[image]"
-    is_error: bool
-    step: int | None  # the step whose request carried it; None when that request got no message
-
-    @property
-    def chars(self) -> int:
-        return len(self.content)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"content": self.content, "chars": self.chars, "is_error": self.is_error, "step": self.step}
-
-
-@dataclass
-class ToolCall:
-    """A tool_use (client tool) or server_tool_use block of a response, with its result when one was found."""
-
-    id: str
-    name: str
-    input: Any
-    step: int
-    server: bool = False  # run by the API (web search, code execution); its result is in the same response
-    result: ToolResult | None = None
-
-    @property
-    def key(self) -> str:
-        """Same tool, same canonical input: the identity of a call for retry and loop detection."""
-        return f"{self.name} {canonical_json(self.input)}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "input": self.input,
-            "step": self.step,
-            "server": self.server,
-            "result": self.result.to_dict() if self.result else None,
-        }
 
 
 @dataclass(frozen=True)
@@ -155,10 +81,25 @@ class Attempt:
     stream: bool = False
     duration_ms: float | None = None  # known for loop runs, and for streams recorded with offsets
     first_token_ms: float | None = None
+    retry_after: float | None = None  # seconds the server asked to wait (retry-after-ms / retry-after)
 
     @property
     def ok(self) -> bool:
         return self.error_type is None
+
+    @classmethod
+    def of(cls, exchange: Exchange) -> Attempt:
+        failed = exchange.message is None
+        return cls(
+            status=exchange.status,
+            error_type=(exchange.error_type or "error") if failed else None,
+            error_message=exchange.error_message if failed else None,
+            interaction=exchange.interaction,
+            stream=bool(exchange.request.get("stream")),
+            duration_ms=exchange.duration_ms,
+            first_token_ms=exchange.first_token_ms,
+            retry_after=exchange.retry_after if failed else None,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -170,6 +111,7 @@ class Attempt:
             "stream": self.stream,
             "duration_ms": self.duration_ms,
             "first_token_ms": self.first_token_ms,
+            "retry_after": self.retry_after,
         }
 
 
@@ -324,40 +266,6 @@ class Run:
         return out
 
 
-# --- what the builder reads: one exchange per /v1/messages call ------------------------------------------
-
-
-@dataclass(frozen=True)
-class Exchange:
-    """One /v1/messages call as either record gives it: the request body and the Message or the error."""
-
-    request: Mapping[str, Any]
-    message: Mapping[str, Any] | None  # the Message JSON; None when the call failed
-    status: int | None = None
-    error_type: str | None = None
-    error_message: str | None = None
-    interaction: int | None = None
-    duration_ms: float | None = None
-    first_token_ms: float | None = None
-    label: str | None = None  # a batch request's custom_id: each label is a run of its own
-
-    @classmethod
-    def from_interaction(cls, position: int, interaction: Mapping[str, Any]) -> tuple[Exchange | None, str]:
-        """One cassette interaction as an exchange, or None and why it is not a Messages API call."""
-        return _exchange_of_interaction(position, interaction)
-
-    def attempt(self) -> Attempt:
-        return Attempt(
-            status=self.status,
-            error_type=None if self.message is not None else (self.error_type or "error"),
-            error_message=None if self.message is not None else self.error_message,
-            interaction=self.interaction,
-            stream=bool(self.request.get("stream")),
-            duration_ms=self.duration_ms,
-            first_token_ms=self.first_token_ms,
-        )
-
-
 # --- the trajectory ----------------------------------------------------------------------------------------
 
 
@@ -384,7 +292,7 @@ class Trajectory:
         skipped: list[dict[str, Any]] = []
         for position, interaction in enumerate(cassette.interactions):
             try:
-                exchange, why_not = _exchange_of_interaction(position, interaction)
+                exchange, why_not = Exchange.from_interaction(position, interaction)
             except _DAMAGE as err:  # a shape the schema lets through but no reader can use
                 raise CassetteError(f"this interaction cannot be read: {_describe_damage(err)}",
                                     file=cassette.path, where=f"interactions[{position}]") from None
@@ -394,8 +302,6 @@ class Trajectory:
                 skipped.append({"interaction": position, "reason": why_not})
             else:
                 exchanges.append(exchange)
-        from harness.batches import batch_exchanges  # imports this module
-
         exchanges.extend(batch_exchanges(cassette.interactions))  # one run per custom_id of each batch
         meta = cassette.meta or {}
         source = {
@@ -414,34 +320,15 @@ class Trajectory:
         return trajectory
 
     @classmethod
-    def from_run(cls, result: Any) -> Trajectory:
-        """From a `harness.loop.RunResult`: its `calls` (exact request bodies and Messages), in order.
+    def from_run(cls, result: RunResult) -> Trajectory:
+        """From a `harness.loop.RunResult`: the exchanges the loop recorded, read as a cassette's are.
 
-        A call that failed after the SDK's retries has an event but no `ModelCall`; its request was the
-        conversation the run ended with (`result.messages`), so it becomes the run's failed request.
+        The loop sees one exchange per call (the SDK retries out of its sight), so each step has one
+        attempt; a call that failed is the run's failed request, with its status and error type as the
+        loop received them.
         """
-        exchanges = [
-            Exchange(request=call.request, message=call.response, status=200, duration_ms=call.duration_ms)
-            for call in result.calls
-        ]
-        completed = len(result.calls)
-        for event in result.events:
-            data = event.data or {}
-            if event.kind == "model_call" and "error" in data and event.step > completed:
-                text = str(data["error"])
-                exchanges.append(
-                    Exchange(
-                        request={"model": result.model, "messages": result.messages},
-                        message=None,
-                        status=_status_in(text),
-                        error_type=_api_error_type_in(text) or text.split(":", 1)[0] or "error",
-                        error_message=text,
-                        duration_ms=event.duration_ms,
-                    )
-                )
-        outcome = getattr(result, "outcome", None)
-        source = {"kind": "run", "model": result.model, "loop_outcome": getattr(outcome, "value", outcome)}
-        return cls.from_exchanges(exchanges, source=source)
+        source = {"kind": "run", "model": result.model, "loop_outcome": result.outcome.value}
+        return cls.from_exchanges(result.exchanges, source=source)
 
     # -- reading ---------------------------------------------------------------------------------------------
     @property
@@ -488,13 +375,12 @@ class Trajectory:
     @property
     def cost_usd(self) -> float | None:
         """List-price estimate summed per step; None when any counted step's model has no known price."""
-        from harness.pricing import estimate_cost
         total = 0.0
         for step in self.steps:
             if not step.usage_counted:
                 continue
             model = step.model or step.request.get("model") or ""
-            cost = estimate_cost(model, step.usage.to_dict())
+            cost = estimate_cost(model, step.usage)
             if cost is None:
                 return None
             total += cost
@@ -592,7 +478,7 @@ class _Builder:
             if exchange.message is None:
                 state.pending.append((exchange, messages))
             else:
-                attempts = [item.attempt() for item, _ in state.pending] + [exchange.attempt()]
+                attempts = [Attempt.of(item) for item, _ in state.pending] + [Attempt.of(exchange)]
                 step = self._step(run, exchange, messages, state.base, attempts)
                 run.steps.append(step)
                 if step.message_id is not None:
@@ -613,7 +499,7 @@ class _Builder:
         run.failed_request = FailedRequest(
             request=_request_summary(last_exchange.request, last_messages),
             delta=last_messages[base:],
-            attempts=[item.attempt() for item, _ in pending],
+            attempts=[Attempt.of(item) for item, _ in pending],
         )
 
     def _resolved(self, exchange: Exchange) -> Exchange:
@@ -818,61 +704,6 @@ def _is_batch_call(interaction: Mapping[str, Any]) -> bool:
     return str((interaction.get("request") or {}).get("path", "")).startswith("/v1/messages/batches")
 
 
-def _exchange_of_interaction(position: int, interaction: Mapping[str, Any]) -> tuple[Exchange | None, str]:
-    from harness.cassette.wire import response_message
-
-    request = interaction.get("request") or {}
-    method = str(request.get("method", "")).upper()
-    path = str(request.get("path", ""))
-    if method != "POST" or not path.rstrip("/").endswith(MESSAGES_PATH):
-        return None, f"{method} {path} is not a Messages API call"
-    body = request.get("body")
-    if not isinstance(body, Mapping) or not isinstance(body.get("messages"), list):
-        return None, "the request body has no messages list"
-    if "error" in interaction:  # a connection failure: no response at all
-        failure = interaction["error"] or {}
-        return Exchange(
-            request=body,
-            message=None,
-            status=None,
-            error_type=str(failure.get("kind", "connection")),
-            error_message=failure.get("message"),
-            interaction=position,
-        ), ""
-    response = interaction.get("response") or {}
-    status = response.get("status")
-    status = int(status) if isinstance(status, int) else None
-    payload = response_message(response)
-    duration, first_token = _stream_timing(response.get("events"))
-    elapsed = interaction.get("elapsed_ms")  # the whole exchange, where the recorder measured it
-    if isinstance(elapsed, int | float) and not isinstance(elapsed, bool):
-        duration = float(elapsed)
-    # A stream cut off before its message_delta carried no answer the SDK would return: a failed try.
-    complete = not response.get("truncated") and ("events" not in response or bool((payload or {}).get("stop_reason")))
-    if status == 200 and isinstance(payload, Mapping) and _is_message(payload) and complete:
-        return Exchange(
-            request=body,
-            message=payload,
-            status=status,
-            interaction=position,
-            duration_ms=duration,
-            first_token_ms=first_token,
-        ), ""
-    error = payload.get("error") if isinstance(payload, Mapping) else None
-    error = error if isinstance(error, Mapping) else {}
-    cut = status == 200 and not error
-    return Exchange(
-        request=body,
-        message=None,
-        status=status,
-        error_type=str(error.get("type") or ("stream_truncated" if cut else f"http_{status}")),
-        error_message=error.get("message") or ("the stream ended before the message did" if cut else None),
-        interaction=position,
-        duration_ms=duration,
-        first_token_ms=first_token,
-    ), ""
-
-
 # What a value of the wrong type or size deep in a cassette raises when it is used; caught where the
 # trajectory is built and turned into a CassetteError with the file and the interaction.
 _DAMAGE = (TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError, OverflowError)
@@ -891,38 +722,9 @@ def _describe_damage(err: BaseException) -> str:
     return f"{err}"[:300] or type(err).__name__
 
 
-def _is_message(payload: Mapping[str, Any]) -> bool:
-    return payload.get("type") == "message" or (payload.get("role") == "assistant" and "content" in payload)
-
-
-def _stream_timing(events: Any) -> tuple[float | None, float | None]:
-    if not isinstance(events, list):
-        return None, None
-    offsets = [e.get("offset_ms") for e in events if isinstance(e, Mapping) and e.get("offset_ms") is not None]
-    if not offsets:
-        return None, None
-    first = next(
-        (e.get("offset_ms") for e in events if isinstance(e, Mapping) and e.get("event") == "content_block_delta"),
-        None,
-    )
-    return float(offsets[-1]), float(first) if first is not None else None
-
-
-def _status_in(text: str) -> int | None:
-    """The HTTP status the SDK names in an APIStatusError's text ("Error code: 529 - ...")."""
-    found = re.search(r"Error code: (\d{3})", text)
-    return int(found.group(1)) if found else None
-
-
-def _api_error_type_in(text: str) -> str | None:
-    """The API error type inside an APIStatusError's text (its body is printed as a Python dict)."""
-    found = re.search(r"'error': \{'type': '([a-z_]+)'", text)
-    return found.group(1) if found else None
-
-
 def load_cassette_any(path: str | Path) -> CassetteFile:
     """Our cassette, or a foreign one (vcrpy, pydantic-ai, HAR) converted in memory."""
-    from harness.cassette.importer import load_any_cassette
+    from harness.cassette.importer import load_any_cassette  # here: its readers cost 0.2 s to import
 
     return load_any_cassette(path)
 

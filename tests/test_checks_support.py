@@ -18,7 +18,8 @@ from typing import Any
 import anthropic
 import httpx2
 
-from harness.trajectory import Exchange, Trajectory
+from harness.run import Exchange
+from harness.trajectory import Trajectory
 from tests.conftest import REAL_CASSETTES as REAL
 
 REPO = Path(__file__).resolve().parents[1]

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.loop import Event, Outcome, RunResult, Usage
+from harness.loop import Event, Outcome, RunResult
+from harness.run import Usage
 from harness.sim import Simulator
 from harness_demo import _console
 from harness_demo.dayflow import (

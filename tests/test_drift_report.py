@@ -19,6 +19,7 @@ import yaml
 from harness.cassette.format import load_cassette
 from harness.cli import main as harness_main
 from harness.pricing import estimate_cost
+from harness.run import Usage
 from harness.sim import Simulator
 from harness.trajectory import load_trajectory
 
@@ -183,7 +184,8 @@ def test_fork_re_records_from_the_divergence_and_compare_shows_only_that_case(
     usage = old.interactions[0]["response"]["body"]["usage"]
     assert entry["fork"]["replayed"]["interactions"] == 1
     assert entry["fork"]["replayed"]["usage"]["total"] == usage["input_tokens"] + usage["output_tokens"] > 0
-    assert entry["fork"]["replayed"]["cost_usd"] == pytest.approx(estimate_cost("claude-sonnet-5", usage), abs=1e-6)
+    replayed_cost = estimate_cost("claude-sonnet-5", Usage.from_api(usage))
+    assert entry["fork"]["replayed"]["cost_usd"] == pytest.approx(replayed_cost, abs=1e-6)
     assert entry["fork"]["recorded"]["interactions"] == len(old.interactions) - 1
     assert entry["fork"]["recorded"]["cost_usd"] > 0 and entry["fork"]["written"]
     assert "forked at request #2 (tool definitions (read_calendar: description changed)); replayed 1 interaction" \

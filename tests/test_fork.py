@@ -9,6 +9,7 @@ import pytest
 from harness import use_cassette
 from harness.cassette.format import load_cassette
 from harness.pricing import estimate_cost
+from harness.run import Usage
 from tests.fake_messages_api import FakeMessagesAPI
 
 MODEL = "claude-sonnet-5"
@@ -53,7 +54,8 @@ def test_fork_replays_the_prefix_and_records_from_the_first_divergence(tmp_path:
     assert (report.replayed.interactions, report.recorded.interactions, report.replaced) == (1, 2, 2)
     # The fake answers 11 input + 7 output tokens per call, priced at the model's list price.
     assert report.replayed.usage.total == 18 and report.recorded.usage.total == 36
-    assert report.replayed.cost_usd == pytest.approx(estimate_cost(MODEL, {"input_tokens": 11, "output_tokens": 7}))
+    per_call = Usage.from_api({"input_tokens": 11, "output_tokens": 7})
+    assert report.replayed.cost_usd == pytest.approx(estimate_cost(MODEL, per_call))
 
 
 def test_a_fork_that_never_diverges_leaves_the_file_alone(tmp_path: Path) -> None:

@@ -108,10 +108,11 @@ def test_yaml_only_scalars_are_refused_at_load_by_every_reader(tmp_path: Path, s
 def test_pricing_and_fingerprints_take_values_of_any_type() -> None:
     from harness.jsondata import fingerprint
     from harness.pricing import estimate_cost, price_for
+    from harness.run import Usage
 
     for model in (5, None, ["claude-sonnet-4"], {"a": 1}, True):
         assert price_for(model) is None  # type: ignore[arg-type]
-    assert estimate_cost("claude-sonnet-4", {"input_tokens": {"x": 1}, "output_tokens": -5}) == 0.0
+    assert estimate_cost("claude-sonnet-4", Usage.from_api({"input_tokens": {"x": 1}, "output_tokens": -5})) == 0.0
     assert fingerprint({1: "a", "b": 2}) == fingerprint({1: "a", "b": 2})
 
 

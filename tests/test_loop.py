@@ -18,6 +18,7 @@ from harness.loop import (
     run_loop,
     run_loop_async,
 )
+from harness.trajectory import Trajectory
 from tests.loop_fakes import (
     ApiError,
     FakeClock,
@@ -553,6 +554,36 @@ def test_events_record_each_model_call_and_tool_run_and_reach_the_callback() -> 
     assert data["calls"][1]["response"]["usage"]["output_tokens"] == 1191
     assert data["tool_calls"][0]["name"] == "read_inbox"
     assert data["cost_usd"] == pytest.approx(result.cost_usd)
+
+
+def test_the_run_is_recorded_as_exchanges_and_the_trajectory_shares_its_tool_calls() -> None:
+    api, result = run(dayflow_script(), dayflow_tools())
+
+    assert [exchange.request for exchange in result.exchanges] == api.bodies
+    assert [exchange.status for exchange in result.exchanges] == [200, 200] and result.error is None
+    assert [call.response for call in result.calls] == [dict(e.message or {}) for e in result.exchanges]
+    # Both tool results rode on request 2, which got a message: they say so, as the trajectory's do.
+    assert [call.result.step for call in result.tool_calls if call.result] == [2, 2]
+    trajectory = Trajectory.from_run(result)
+    assert [call.result for call in trajectory.tool_calls] == [call.result for call in result.tool_calls]
+    assert [call.key for call in trajectory.tool_calls] == [call.key for call in result.tool_calls]
+
+
+def test_a_failed_call_is_an_exchange_with_the_error_as_data() -> None:
+    script = [tools_message(tool_use("read_inbox")), ApiError(529, "overloaded_error", "Busy")]
+    api, result = run(script, dayflow_tools())
+
+    assert len(result.exchanges) == 2 and len(result.calls) == 1
+    failed = result.exchanges[-1]
+    assert failed.request == api.bodies[-1] and failed.message is None
+    assert (failed.status, failed.error_type, failed.error_message) == (529, "overloaded_error", "Busy")
+    assert result.error == {"status": 529, "error_type": "overloaded_error", "error_message": "Busy",
+                            "retry_after": None}
+    assert result.to_dict()["error"] == result.error
+    assert (result.events[-1].data["status"], result.events[-1].data["error_type"]) == (529, "overloaded_error")
+    # The tool result went out on the request that failed: no step carried it.
+    assert result.tool_calls[0].result is not None and result.tool_calls[0].result.step is None
+    assert Trajectory.from_run(result).tool_calls[0].result == result.tool_calls[0].result
 
 
 def test_user_may_be_content_blocks_or_a_conversation() -> None:

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 from anthropic.types import Usage as SdkUsage
 
-from harness.loop import Usage
 from harness.pricing import PRICES, estimate_cost, price_for
+from harness.run import Usage
 
 MILLION = 1_000_000
 
@@ -37,7 +37,7 @@ def test_unknown_models_have_no_price_rather_than_a_wrong_one(model: str) -> Non
 
 
 def test_list_prices_per_million_tokens() -> None:
-    one_million_each = {"input": MILLION, "output": MILLION}
+    one_million_each = Usage(input=MILLION, output=MILLION)
     assert estimate_cost("claude-sonnet-4-5", one_million_each) == pytest.approx(3 + 15)
     assert estimate_cost("claude-haiku-4-5", one_million_each) == pytest.approx(1 + 5)
     assert estimate_cost("claude-opus-4-5", one_million_each) == pytest.approx(5 + 25)
@@ -60,5 +60,5 @@ def test_usage_in_any_of_its_shapes_costs_the_same() -> None:
     cost = estimate_cost("claude-sonnet-5", ours)
     expected = (3074 * 3 + 1360 * 15 + 200 * 3.75 + 900 * 0.3) / MILLION
     assert cost == pytest.approx(expected)
-    assert estimate_cost("claude-sonnet-5", sdk) == pytest.approx(expected)
-    assert estimate_cost("claude-sonnet-5", as_dict) == pytest.approx(expected)
+    assert estimate_cost("claude-sonnet-5", Usage.from_api(sdk)) == pytest.approx(expected)
+    assert estimate_cost("claude-sonnet-5", Usage.from_dict(as_dict)) == pytest.approx(expected)

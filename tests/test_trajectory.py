@@ -7,17 +7,21 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import jsonschema
 import pytest
 
 from harness.cli import main as harness_main
-from harness.trajectory import Exchange, Trajectory, load_trajectory
+from harness.run import Exchange
+from harness.trajectory import Trajectory, load_trajectory
 from tests.conftest import corpus_params
 from tests.test_checks_support import (
+    MODEL,
     PARALLEL_TOOLS,
     REAL,
     TOOL_ERROR_HAR,
     TOOL_SEARCH,
+    ScriptedModel,
     conversation,
     dayflow_script,
     message,
@@ -249,6 +253,100 @@ def test_a_run_that_ends_on_an_error_keeps_its_tool_results(tmp_path: Path) -> N
         outcome = trajectory.outcome
         assert outcome is not None and (outcome.kind, outcome.status, outcome.error_type) == ("error", 500, "api_error")
         assert all(c.result is not None and c.result.step is None for c in trajectory.tool_calls)
+
+
+# --- one model of a run: the loop's exchanges, live or replayed, read like the cassette's --------------------------
+
+
+def _timeless(value: Any) -> Any:
+    """A trajectory's JSON without what two runs of one recording cannot share: the clock."""
+    if isinstance(value, dict):
+        return {k: _timeless(v) for k, v in value.items() if k not in ("duration_ms", "first_token_ms")}
+    if isinstance(value, list):
+        return [_timeless(v) for v in value]
+    return value
+
+
+def _replay_dayflow(path: Path, *, stream: bool) -> Any:
+    """The run again, answered from `path` only: a request that reaches the network fails the test."""
+    from harness_demo.dayflow import run_brief
+
+    from harness import use_cassette
+
+    network = ScriptedModel([])
+    with use_cassette(path, mode="none"):
+        result = run_brief(network.client(max_retries=0), model=MODEL, stream=stream)
+    assert network.bodies == [], "the replay went to the network"
+    return result
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize("ending", ["ended", "overloaded"])
+def test_a_live_run_and_its_replay_give_the_same_trajectory(tmp_path: Path, stream: bool, ending: str) -> None:
+    path = tmp_path / "brief.yaml"
+    script = dayflow_script() if ending == "ended" else dayflow_script(before_final=[overloaded()])[:2]
+    live = record_dayflow(path, stream=stream, script=script, max_retries=0)
+    replayed = _replay_dayflow(path, stream=stream)
+
+    from_live, from_replay = Trajectory.from_run(live), Trajectory.from_run(replayed)
+    assert _timeless(from_live.to_dict()) == _timeless(from_replay.to_dict())
+    assert from_live.comparable() == load_trajectory(path).comparable()
+    assert [step.attempts[-1].status for step in from_live.steps] == [200] * len(live.calls)
+    if ending == "overloaded":
+        outcome = from_replay.outcome
+        assert outcome is not None and (outcome.kind, outcome.status, outcome.error_type) == (
+            "error", 529, "overloaded_error")
+        assert from_replay.runs[-1].failed_request is not None
+        # retry-after-ms: 1 -- a header the SDK's message never showed, read from the response in both records
+        assert from_replay.runs[-1].failed_request.attempts[-1].retry_after == 0.001
+        assert load_trajectory(path).runs[-1].failed_request.attempts[-1].retry_after == 0.001
+
+
+def _stream_that_fails(body: dict[str, Any]) -> httpx2.Response:
+    """A stream that starts a message, then sends the API's `error` event (status 200 stays on the response)."""
+    start = {"type": "message_start", "message": {**message([text("")], usage={"input_tokens": 1, "output_tokens": 1}),
+                                                  "content": [], "stop_reason": None}}
+    error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    sse = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in (start, error))
+    return httpx2.Response(200, content=sse.encode(), headers={"content-type": "text/event-stream"})
+
+
+def _raises(error: type[Exception]) -> Any:
+    def reply(body: dict[str, Any]) -> Any:
+        raise error("no answer", request=httpx2.Request("POST", "https://api.anthropic.com/v1/messages"))
+
+    return reply
+
+
+@pytest.mark.parametrize(
+    ("failure", "stream", "expected"),
+    [
+        (overloaded, False, (529, "overloaded_error", 0.001)),
+        (server_error, False, (500, "api_error", None)),
+        (lambda: httpx2.Response(502, text="<html>Bad gateway</html>"), False, (502, "http_502", None)),
+        (lambda: _stream_that_fails, True, (200, "overloaded_error", None)),
+        (lambda: _raises(httpx2.ConnectError), False, (None, "connect", None)),
+        (lambda: _raises(httpx2.ReadTimeout), False, (None, "timeout", None)),
+    ],
+    ids=["529", "500", "502-html", "stream-error-event", "connect", "timeout"],
+)
+def test_an_api_error_in_the_loop_reaches_the_trajectory_as_data(
+    tmp_path: Path, failure: Any, stream: bool, expected: tuple[Any, ...]
+) -> None:
+    path = tmp_path / "fail.yaml"
+    result = record_dayflow(path, stream=stream, script=dayflow_script(before_final=[failure()])[:2], max_retries=0)
+
+    failed = result.exchanges[-1]
+    assert failed.message is None and (failed.status, failed.error_type, failed.retry_after) == expected
+    assert failed.request["messages"] == result.messages  # the exact body sent, not a reconstruction
+    assert result.error is not None and (result.error["status"], result.error["error_type"]) == expected[:2]
+    # The loop's record and the cassette's say the same, field by field.
+    for trajectory in (Trajectory.from_run(result), load_trajectory(path)):
+        outcome = trajectory.outcome
+        assert outcome is not None and (outcome.kind, outcome.status, outcome.error_type) == ("error", *expected[:2])
+        attempt = trajectory.runs[-1].failed_request.attempts[-1]  # type: ignore[union-attr]
+        assert (attempt.status, attempt.error_type, attempt.retry_after) == expected
+        _assert_valid(trajectory.to_dict())
 
 
 # --- harness show ---------------------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from harness.cassette.drift import Drift
 from harness.cassette.match import stored_request_body
 from harness.cassette.wire import response_message
 from harness.pricing import estimate_cost
-from harness.trajectory import Usage
+from harness.run import Usage
 
 __all__ = ["ForkReport", "Spend", "fork_provenance", "spend_of"]
 
@@ -64,7 +64,7 @@ def spend_of(interactions: Iterable[Mapping[str, Any]]) -> Spend:
         usage += used
         request = stored_request_body(interaction.get("request") or {})
         model = message.get("model") or (request.get("model") if isinstance(request, Mapping) else None)
-        price = estimate_cost(str(model), used.to_dict()) if model else None
+        price = estimate_cost(str(model), used) if model else None
         if price is None:
             priced = False
         else:

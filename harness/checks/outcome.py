@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.checks.base import CheckResult, CheckSpec, fail, ok
-from harness.trajectory import Trajectory, Usage, canonical_json
+from harness.run import USAGE_FIELDS, Usage, canonical_json
+from harness.trajectory import Trajectory
 
 STOP_REASONS = (
     "end_turn",
@@ -250,7 +251,7 @@ CHECKS = (
                     "type": "object",
                     "additionalProperties": False,
                     "minProperties": 1,
-                    "properties": {kind: _COUNT for kind in ("input", "output", "cache_write", "cache_read", "total")},
+                    "properties": {kind: _COUNT for kind in USAGE_FIELDS},
                 },
                 "max_cost_usd": {"type": "number", "minimum": 0},
                 "unknown_cost": {

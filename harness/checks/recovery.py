@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.checks.base import CheckResult, CheckSpec, fail, ok
-from harness.trajectory import Run, ToolCall, Trajectory, canonical_json
+from harness.run import ToolCall, canonical_json
+from harness.trajectory import Run, Trajectory
 
 NAME = "self_correction"
 

@@ -22,8 +22,9 @@ from typing import Any
 
 from harness.checks.base import CheckResult, CheckSpec, fail, ok
 from harness.checks.matching import maximum_matching
-from harness.jsondata import drop_paths, parse_path
-from harness.trajectory import ToolCall, Trajectory, canonical_json
+from harness.jsondata import canonical_json, drop_paths, parse_path
+from harness.run import ToolCall
+from harness.trajectory import Trajectory
 
 NAME = "trajectory_match"
 MODES = ("strict", "unordered", "subset", "superset")

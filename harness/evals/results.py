@@ -35,6 +35,8 @@ import jsonschema
 
 from harness.cassette.format import atomic_write_text, json_path
 from harness.errors import HarnessError
+from harness.run import USAGE_FIELDS as _KINDS
+from harness.run import Usage
 
 if TYPE_CHECKING:
     from harness.cassette.format import CassetteFile
@@ -55,7 +57,6 @@ __all__ = [
 
 RESULTS_VERSION = 1
 STEP_TEXT_LIMIT = 2000  # characters of one string in step_details; a base64 image or a long file is clipped
-_KINDS = ("input", "output", "cache_write", "cache_read", "total")
 
 
 @cache
@@ -127,7 +128,7 @@ def _step_cost(model: str, usage: Mapping[str, int], counted: bool) -> float | N
         return 0.0
     from harness.pricing import estimate_cost
 
-    cost = estimate_cost(model, usage)
+    cost = estimate_cost(model, Usage.from_dict(usage))
     return None if cost is None else round(cost, 6)
 
 

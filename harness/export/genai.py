@@ -19,7 +19,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from harness.trajectory import Usage
+from harness.run import Usage
 
 PROVIDER = "anthropic"
 

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
-from harness.trajectory import Attempt, Step, Trajectory, Usage
+from harness.run import Usage
+from harness.trajectory import Attempt, Step, Trajectory
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from harness.export import genai
-from harness.trajectory import Exchange, Usage
+from harness.run import Exchange, Usage
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer

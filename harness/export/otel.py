@@ -28,7 +28,8 @@ from urllib.parse import urlsplit
 
 from harness.errors import HarnessError
 from harness.export import genai
-from harness.trajectory import Attempt, Run, Step, ToolCall, Trajectory, Usage
+from harness.run import ToolCall, Usage
+from harness.trajectory import Attempt, Run, Step, Trajectory
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan, TracerProvider

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-KINDS = ("input", "output", "cache_write", "cache_read")
+from harness.run import TOKEN_KINDS as KINDS
+
 KIND_LABELS = {
     "input": "input",
     "output": "output",

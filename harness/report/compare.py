@@ -33,6 +33,7 @@ from harness.cassette.format import atomic_write_text
 from harness.cassette.match import diff_summary
 from harness.errors import HarnessError
 from harness.report.trials import DEFAULT_K, TrialStats, case_stats, check_stats, group_cases
+from harness.run import USAGE_FIELDS as _KINDS
 
 __all__ = [
     "COMPARISON_VERSION",
@@ -44,7 +45,6 @@ __all__ = [
 ]
 
 COMPARISON_VERSION = 1
-_KINDS = ("input", "output", "cache_write", "cache_read", "total")
 _ANSWER_DIFF_LINES = 200
 _NAMED_LIMIT = 20  # case ids named in an error message
 
