@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # `import x as x`: an explicit re-export, as checkers read it
     from harness.agent_sdk import AgentSdkSession as AgentSdkSession
-    from harness.batches import batch_trajectories as batch_trajectories
     from harness.batches import wait_for_batch as wait_for_batch
     from harness.batches import wait_for_batch_async as wait_for_batch_async
     from harness.cassette.normalize import Normalization as Normalization
@@ -32,6 +31,7 @@ if TYPE_CHECKING:  # `import x as x`: an explicit re-export, as checkers read it
     from harness.tools import Tool as Tool
     from harness.tools import ToolRegistry as ToolRegistry
     from harness.trajectory import Trajectory as Trajectory
+    from harness.trajectory import batch_trajectories as batch_trajectories
     from harness.trajectory import load_trajectory as load_trajectory
 
 __version__ = "0.1.0"
@@ -55,7 +55,7 @@ _EXPORTS: dict[str, str] = {
     "TokenBudget": "harness.loop",
     "wait_for_batch": "harness.batches",
     "wait_for_batch_async": "harness.batches",
-    "batch_trajectories": "harness.batches",
+    "batch_trajectories": "harness.trajectory",
     "Normalization": "harness.cassette.normalize",
     "Substitution": "harness.cassette.normalize",
     "AgentSdkSession": "harness.agent_sdk",

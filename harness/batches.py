@@ -126,17 +126,3 @@ def _exchange(line: Mapping[str, Any], sent: Mapping[str, Any], position: int) -
     return Exchange(request=request, message=None, status=None, interaction=position, label=custom_id,
                     error_type=str(inner.get("type") or result.get("type") or "errored"),
                     error_message=inner.get("message") or f"batch result {result.get('type')}")
-
-
-def batch_trajectories(source: Any) -> dict[str, Any]:
-    """{custom_id: Trajectory} for every batch request whose result a cassette (a path, a CassetteFile or a
-    Trajectory built from one) holds, in the order of the results."""
-    from harness.trajectory import Trajectory, load_trajectory  # here: the trajectory reads batches with this module
-
-    if isinstance(source, Trajectory):
-        full = source
-    elif hasattr(source, "interactions"):
-        full = Trajectory.from_cassette(source)
-    else:
-        full = load_trajectory(source)
-    return {run.label: full.select_runs(run.label) for run in full.runs if run.label is not None}

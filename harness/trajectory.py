@@ -735,3 +735,15 @@ def load_trajectory(path: str | Path) -> Trajectory:
     if not trajectory.source.get("path"):  # an import in memory has no path of its own
         trajectory.source["path"] = str(path)
     return trajectory
+
+
+def batch_trajectories(source: str | Path | CassetteFile | Trajectory) -> dict[str, Trajectory]:
+    """{custom_id: Trajectory} for every batch request whose result a cassette (a path, a CassetteFile or a
+    Trajectory built from one) holds, in the order of the results."""
+    if isinstance(source, Trajectory):
+        full = source
+    elif hasattr(source, "interactions"):
+        full = Trajectory.from_cassette(source)
+    else:
+        full = load_trajectory(source)
+    return {run.label: full.select_runs(run.label) for run in full.runs if run.label is not None}

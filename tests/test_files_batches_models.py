@@ -13,12 +13,13 @@ import anthropic
 import pytest
 
 from harness import CassetteMismatch, use_cassette
-from harness.batches import batch_trajectories, wait_for_batch
+from harness.batches import wait_for_batch
 from harness.cassette.format import load_cassette
 from harness.cassette.multipart import INLINE_LIMIT, parts_folder
 from harness.errors import CassetteError
 from harness.sim import Simulator
 from harness.sim.batches import POLLS_TO_END
+from harness.trajectory import batch_trajectories
 
 OFFLINE = "http://127.0.0.1:9"  # nothing listens there: a replay that tried the network would fail
 NOTES = b"Quarterly notes\nline two\n"

@@ -25,17 +25,8 @@ STAGES = ("harness.cassette", "harness.trajectory", "harness.checks", "harness.e
 
 # The commands whose --demo flag runs the bundled demo reach it from inside the function that runs it.
 DEMO_DOORS = {"harness.commands.record", "harness.chaos"}
-# Still being fixed on other branches of issue 22, each named with what fixes it:
-ALLOWED_UPSTREAM = {
-    # mode fork computes the first divergence with the trajectory's step model; the Cassette split
-    # (branch "cassette") moves that comparison out of harness/cassette/.
-    ("harness.cassette.fork", "harness.trajectory"),
-}
-# The cycles left, each broken here at its lazy import: the trajectory reads Message Batches results through
-# harness.batches (lazily), which builds on the trajectory's Exchange and replays through the recorder; the
-# recorder's GenAI spans (export.live, lazily) read the trajectory's Usage. The one model of a run (branch
-# "model") and the Cassette split (branch "cassette") rework these ends.
-ALLOWED_IN_CYCLE = {("harness.trajectory", "harness.batches"), ("harness.cassette.recorder", "harness.export.live")}
+ALLOWED_UPSTREAM: set[tuple[str, str]] = set()
+ALLOWED_IN_CYCLE: set[tuple[str, str]] = set()
 
 
 def _name(path: Path) -> str:

@@ -269,9 +269,8 @@ def _timeless(value: Any) -> Any:
 
 def _replay_dayflow(path: Path, *, stream: bool) -> Any:
     """The run again, answered from `path` only: a request that reaches the network fails the test."""
-    from harness_demo.dayflow import run_brief
-
     from harness import use_cassette
+    from harness_demo.dayflow import run_brief
 
     network = ScriptedModel([])
     with use_cassette(path, mode="none"):
