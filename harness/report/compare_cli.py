@@ -7,7 +7,7 @@ BASELINE and CANDIDATE are both one of:
 - cassette folders (`cassettes/` against `candidates/`): the cases of the suites (`--suite`, default the
   project's evals/) that read a cassette under BASELINE are run on both sides with the same goldens, the
   candidate side reading the file at the same relative path under CANDIDATE (see
-  harness.report.cassette_sets). Trial files (`NAME.trial-K.yaml`) are a case's trials.
+  harness.evals.cassette_sets). Trial files (`NAME.trial-K.yaml`) are a case's trials.
 
 Exit 0 when no check flips to fail, 1 when one does, 2 on bad input: unreadable files, a case that could
 not run, or cases present on one side only (unless --allow-different-cases, which compares the shared
@@ -95,7 +95,7 @@ def _sides(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
         )
     if kinds[0] == "results":
         return _load_results(baseline), _load_results(candidate)
-    from harness.report.cassette_sets import anchor_folder, results_for_folder, results_for_suite_file, suites_for
+    from harness.evals.cassette_sets import anchor_folder, results_for_folder, results_for_suite_file, suites_for
 
     if kinds[0] == "suite":
         return (
