@@ -19,6 +19,7 @@ from harness.errors import HarnessError
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("harness.evals.cli", "run eval suites over cassettes and golden fixtures"),
+    "merge": ("harness.evals.merge_cli", "join the results of `eval --shard K/N` runs into one results document"),
     "show": ("harness.trajectory_cli", "print a cassette's trajectory step by step"),
     "compare": ("harness.report.compare_cli", "compare a baseline with a candidate, per case"),
     "bless": ("harness.evals.bless", "write or update a golden fixture from a cassette"),

@@ -48,6 +48,7 @@ __all__ = [
     "ResultsWriter",
     "build_results",
     "exit_code",
+    "read_results",
     "results_schema",
     "run_details",
     "step_details",
@@ -355,6 +356,21 @@ def validate_results(results: Any, *, file: str | Path | None = None) -> None:
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(results_schema()).iter_errors(results))
     if error is not None:
         raise HarnessError(f"not a results document: {error.message}", file=file, where=json_path(error.absolute_path))
+
+
+def read_results(path: str | Path) -> dict[str, Any]:
+    """A results file (`harness eval --json F`), validated; any problem is a HarnessError naming the file."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        raise HarnessError(f"cannot read it: {err}", file=path) from None
+    except json.JSONDecodeError as err:
+        raise HarnessError(f"not JSON: {err.msg}", file=path, where=f"line {err.lineno}, column {err.colno}") from None
+    if not isinstance(data, Mapping) or "results_version" not in data:
+        raise HarnessError("not a results document (`harness eval --json F` writes one)", file=path)
+    validate_results(data, file=path)
+    return data
 
 
 def write_results(path: str | Path, results: Mapping[str, Any]) -> Path:
