@@ -175,7 +175,9 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     # The document is streamed: each case is written to a spool as it finishes and dropped, so a run of any
     # size holds one case at a time; the totals are kept as they come.
-    with ResultsWriter([suite_entry(suite) for suite in suites], golden_dir=golden_dir, shard=shard) as writer:
+    documents = bool(args.json_path or args.markdown or args.junit or args.html)
+    entries = [suite_entry(suite) for suite in suites]
+    with ResultsWriter(entries, golden_dir=golden_dir, shard=shard, spool=documents) as writer:
         with _progress(console, total) as advance:
             for suite in suites:
                 console.print(
@@ -194,12 +196,13 @@ def run(args: argparse.Namespace) -> int:
         print_summary(head, console)
         with tempfile.TemporaryDirectory(prefix="harness-eval-") as scratch:
             target = Path(args.json_path) if args.json_path else Path(scratch) / "results.json"
-            if args.json_path or args.markdown or args.junit or args.html:
+            if documents:
                 writer.write(target, head)
             if args.json_path:
                 console.print(f"results: {args.json_path}")
             write_reports(target, args, console)
     return exit_code(head)
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="harness eval")

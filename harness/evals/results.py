@@ -217,6 +217,7 @@ class ResultsWriter:
     The summary and the suites' counts are running totals, so no list of cases is needed to write them: with
     `keep=False` (what `harness eval` uses) each case is formatted as it comes into a spool file and dropped,
     and `write` streams the document to its file; memory stays the size of one case whatever the run's size.
+    With `spool=False` as well, only the totals are kept (a run that writes no document).
     With `keep=True` the cases stay in memory as well, for `document()` (the library's `run_suites`).
     Totals are summed in case order, exactly as a whole list would be: a document built case by case and one
     built from the list are equal.
@@ -229,13 +230,15 @@ class ResultsWriter:
         golden_dir: Path | str | None = None,
         shard: Mapping[str, Any] | None = None,
         keep: bool = False,
+        spool: bool = True,
     ) -> None:
         self._suites = [dict(entry) for entry in suites]
         self._golden_dir = str(golden_dir) if golden_dir else None
         self._shard = dict(shard) if shard is not None else None
         self._kept: list[Mapping[str, Any]] | None = [] if keep else None
         # Closed by close() (or leaving a `with` block): the writer lives as long as the run.
-        self._spool: IO[str] | None = None if keep else tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115
+        spooled = spool and not keep
+        self._spool: IO[str] | None = tempfile.TemporaryFile("w+", encoding="utf-8") if spooled else None  # noqa: SIM115
         self._spooled = 0
         self._statuses = {"passed": 0, "failed": 0, "error": 0}
         self._by_suite: dict[str, tuple[list[str], dict[str, int]]] = {}
@@ -316,7 +319,9 @@ class ResultsWriter:
         """`head` and the cases to `path`, atomically, formatted as `write_results` formats a whole document.
         Spooled cases are copied from the spool file, never all held in memory."""
         if self._spool is None:
-            return write_results(path, {**head, "cases": list(self._kept or [])})
+            if self._kept is None:
+                raise RuntimeError("nothing to write: the writer kept only totals (spool=False)")
+            return write_results(path, {**head, "cases": list(self._kept)})
         text = json.dumps({**head, "cases": []}, indent=2, ensure_ascii=False, default=str)
         before, _, _ = text.rpartition("[]")
         with atomic_writer(path) as out:
