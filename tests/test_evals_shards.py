@@ -263,3 +263,13 @@ def test_evals_never_import_reports_and_the_two_have_no_cycle() -> None:
         return False
 
     assert [name for name in graph if reaches(name, name, set())] == []
+
+
+def test_the_eval_scale_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """bench/eval_scale.py at a toy size: it prints figures and asserts nothing about time."""
+    from bench import eval_scale
+
+    assert eval_scale.main(["--counts", "3", "--mode", "both"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert "peak RSS MB" in rows[0]
+    assert [row.split()[:2] for row in rows[1:]] == [["stream", "3"], ["in-memory", "3"]]

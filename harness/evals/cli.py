@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import sys
 import tempfile
 import time
@@ -31,7 +32,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from harness.errors import HarnessError
-from harness.evals.results import ResultsWriter, exit_code, read_results, suite_entry
+from harness.evals.results import ResultsWriter, exit_code, suite_entry
 from harness.evals.runner import elapsed_ms, run_case
 from harness.evals.shard import Shard, shard_suites
 from harness.evals.suite import Suite, discover_suites, project_suites, unique_suites
@@ -139,13 +140,8 @@ def _progress(console: Console, total: int) -> Iterator[Callable[[str], None]]:
         yield lambda case_id: progress.update(task, advance=1, description=case_id[-40:])
 
 
-def write_reports(
-    results_file: Path, args: argparse.Namespace, console: Console, *, loaded: Mapping[str, Any] | None = None
-) -> None:
-    """The asked-for views, each a projection of the results document in `results_file`."""
-    if not (args.markdown or args.junit or args.html):
-        return
-    results = loaded if loaded is not None else read_results(results_file)
+def write_views(results: Mapping[str, Any], args: argparse.Namespace, console: Console) -> None:
+    """The asked-for views (--markdown, --junit, --html), each a projection of the results document."""
     for path in write_results_reports(results, markdown=args.markdown, junit=args.junit, html=args.html):
         console.print(f"report: {path}")
 
@@ -200,7 +196,9 @@ def run(args: argparse.Namespace) -> int:
                 writer.write(target, head)
             if args.json_path:
                 console.print(f"results: {args.json_path}")
-            write_reports(target, args, console)
+            if args.markdown or args.junit or args.html:
+                # The views need the whole document: read back from the file just written (no need to validate).
+                write_views(json.loads(target.read_text(encoding="utf-8")), args, console)
     return exit_code(head)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from harness.evals.cli import print_cases, print_summary, write_reports
+from harness.evals.cli import print_cases, print_summary, write_views
 from harness.evals.merge import merge_results
 from harness.evals.results import exit_code, read_results, write_results
 from harness.report._text import counted
@@ -37,5 +37,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json_path:
         write_results(args.json_path, merged)
         console.print(f"results: {args.json_path}")
-    write_reports(Path(args.json_path or "-"), args, console, loaded=merged)
+    write_views(merged, args, console)
     return exit_code(merged)
