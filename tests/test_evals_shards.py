@@ -231,12 +231,24 @@ COMMAND_MODULES = {"harness.evals.cli", "harness.evals.merge_cli", "harness.repo
 
 
 def imports_of(path: Path) -> set[str]:
+    """The modules `path` imports when it runs (not those under `if TYPE_CHECKING:`); `from package import
+    module` counts as the module."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-        elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
+
+    def visit(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+                visit(node.orelse)
+                continue
+            for child in ast.walk(node):
+                if isinstance(child, ast.ImportFrom) and child.module:
+                    for alias in child.names:
+                        submodule = REPO.joinpath(*child.module.split("."), f"{alias.name}.py")
+                        found.add(f"{child.module}.{alias.name}" if submodule.is_file() else child.module)
+                elif isinstance(child, ast.Import):
+                    found.update(alias.name for alias in child.names)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")).body)
     return found
 
 
