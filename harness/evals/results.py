@@ -214,13 +214,12 @@ def suite_entry(suite: Suite) -> dict[str, Any]:
 class ResultsWriter:
     """One results document, built a case at a time.
 
-    The summary and the suites' counts are running totals, so no list of cases is needed to write them: with
-    `keep=False` (what `harness eval` uses) each case is formatted as it comes into a spool file and dropped,
-    and `write` streams the document to its file; memory stays the size of one case whatever the run's size.
-    With `spool=False` as well, only the totals are kept (a run that writes no document).
-    With `keep=True` the cases stay in memory as well, for `document()` (the library's `run_suites`).
-    Totals are summed in case order, exactly as a whole list would be: a document built case by case and one
-    built from the list are equal.
+    The summary and the suites' counts are running totals, so no list of cases is needed to write them. The
+    cases themselves are held one of three ways: by default each is formatted as it comes into a spool file and
+    dropped, and `write` streams the document to its file, so memory stays the size of one case whatever the
+    run's size (`harness eval`); with `keep=True` they stay in memory, for `document()` (the library's
+    `run_suites`, `harness merge`); with `spool=False` they are not held at all (a run that writes no document).
+    Totals are summed in case order, as a sum over the whole list would be: the three give equal documents.
     """
 
     def __init__(
