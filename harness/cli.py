@@ -21,6 +21,7 @@ from harness.errors import HarnessError
 # (a trailing underscore where NAME is a Python keyword: import_.py)
 COMMANDS: dict[str, str] = {
     "eval": "run eval suites over cassettes and golden fixtures",
+    "merge": "join the results of `eval --shard K/N` runs into one results document",
     "show": "print a cassette's trajectory step by step",
     "compare": "compare a baseline with a candidate, per case",
     "bless": "write or update a golden fixture from a cassette",

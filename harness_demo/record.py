@@ -13,8 +13,8 @@ from pathlib import Path
 
 from harness.commands.record import RecordJob, run_jobs
 from harness.errors import HarnessError
+from harness.evals.trial_files import trial_path
 from harness.report._text import counted
-from harness.report.trials import trial_path
 from harness_demo.scenarios import SCENARIOS, Scenario, record_scenario, scenario
 
 # The demo's recordings live in a checkout of loop-harness, beside the package; an install has none.

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import jsonschema
 import yaml
@@ -540,6 +540,13 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """`atomic_write_text` for bytes."""
+    with atomic_writer(path) as handle:
+        handle.write(data)
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
+    """A file to write in pieces (a streamed document) that appears at `path` whole, or not at all."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = _file_mode(path)
@@ -547,7 +554,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp_name, path)

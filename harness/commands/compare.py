@@ -7,7 +7,7 @@ BASELINE and CANDIDATE are both one of:
 - cassette folders (`cassettes/` against `candidates/`): the cases of the suites (`--suite`, default the
   project's evals/) that read a cassette under BASELINE are run on both sides with the same goldens, the
   candidate side reading the file at the same relative path under CANDIDATE (see
-  harness.report.cassette_sets). Trial files (`NAME.trial-K.yaml`) are a case's trials.
+  harness.evals.cassette_sets). Trial files (`NAME.trial-K.yaml`) are a case's trials.
 
 Exit 0 when no check flips to fail, 1 when one does, 2 on bad input: unreadable files, a case that could
 not run, or cases present on one side only (unless --allow-different-cases, which compares the shared
@@ -17,7 +17,6 @@ ones and names the rest).
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness.errors import HarnessError, absolute
+from harness.evals.results import read_results
 from harness.report.outputs import add_report_arguments, write_comparison_reports
 from harness.report.trials import DEFAULT_K
 
@@ -70,21 +70,6 @@ def _kind(path: Path) -> str:
     raise HarnessError("not a results file (.json), a suite file (.yaml) or a cassette folder", file=path)
 
 
-def _load_results(path: Path) -> dict[str, Any]:
-    from harness.evals.results import validate_results
-
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as err:
-        raise HarnessError(f"cannot read it: {err}", file=path) from None
-    except json.JSONDecodeError as err:
-        raise HarnessError(f"not JSON: {err.msg}", file=path, where=f"line {err.lineno}, column {err.colno}") from None
-    if not isinstance(data, Mapping) or "results_version" not in data:
-        raise HarnessError("not a results document (`harness eval --json F` writes one)", file=path)
-    validate_results(data, file=path)
-    return data
-
-
 def _sides(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
     baseline, candidate = Path(args.baseline), Path(args.candidate)
     kinds = (_kind(baseline), _kind(candidate))
@@ -94,8 +79,8 @@ def _sides(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
             "files (.yaml) or two cassette folders"
         )
     if kinds[0] == "results":
-        return _load_results(baseline), _load_results(candidate)
-    from harness.report.cassette_sets import anchor_folder, results_for_folder, results_for_suite_file, suites_for
+        return read_results(baseline), read_results(candidate)
+    from harness.evals.cassette_sets import anchor_folder, results_for_folder, results_for_suite_file, suites_for
 
     if kinds[0] == "suite":
         return (

@@ -7,12 +7,23 @@ whose `requires:` folder is absent is skipped with one line saying what is missi
 per case, failures and errors expanded with their reasons, then the summary: made for CI logs.
 Exit 0 when every check passes, 1 when a check fails, 2 on bad input (an invalid
 suite or golden, an unknown check, a cassette that cannot be read).
+
+`--shard K/N` runs the K-th of N balanced shares of the cases (harness.evals.shard), for a CI matrix;
+`harness merge` (harness/commands/merge.py) joins the shards' results. The results document is streamed to
+its file as cases finish (harness.evals.results.ResultsWriter), so memory does not grow with the run; the
+Markdown, JUnit and HTML views are rendered from that file afterwards. A progress bar is drawn on a
+terminal only, never into a CI log or a pipe.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +32,10 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from harness.errors import HarnessError
-from harness.evals.results import exit_code, write_results
-from harness.evals.runner import run_suites
-from harness.evals.suite import Suite, discover_suites, project_suites
+from harness.evals.results import ResultsWriter, exit_code, suite_entry
+from harness.evals.runner import elapsed_ms, run_case
+from harness.evals.shard import Shard, shard_suites
+from harness.evals.suite import Suite, discover_suites, project_suites, unique_suites
 from harness.report._text import counted
 from harness.report.outputs import add_report_arguments, write_results_reports
 
@@ -46,30 +58,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="F", dest="json_path", help="write the canonical results JSON here")
     add_report_arguments(parser, json_flag=False)
     parser.add_argument("--failures-only", action="store_true", help="list only the cases that did not pass")
+    parser.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="run the K-th of N deterministic shares of the cases, balanced by recorded interactions; "
+        "join the shards' --json results with `harness merge`",
+    )
 
 
 def _suites(args: argparse.Namespace) -> list[Suite]:
-    paths = list(args.paths)
-    if not paths:
-        paths = project_suites()
-    suites = discover_suites(paths, golden_dir=args.golden)
-    seen: dict[str, str] = {}
-    for suite in suites:
-        for case in suite.cases:
-            if case.id in seen:
-                raise HarnessError(
-                    f"case {case.id!r} is in two suites ({seen[case.id]} and {suite.path}); "
-                    "case ids must be unique in one run",
-                    file=suite.path,
-                )
-            seen[case.id] = str(suite.path)
-    return suites
+    return unique_suites(discover_suites(list(args.paths) or project_suites(), golden_dir=args.golden))
 
 
 STATUS_WORDS = {"passed": ("pass", "green"), "failed": ("FAIL", "bold red"), "error": ("ERROR", "bold magenta")}
 
 
-def _case_lines(case: dict[str, Any], *, failures_only: bool) -> list[str]:
+def _case_lines(case: Mapping[str, Any], *, failures_only: bool) -> list[str]:
     """One line per case; a failed case adds a line per check that did not pass, an errored one its reason.
 
     Plain lines rather than a table: a CI log or `make` pipes at 80 columns, where a table folds ids and
@@ -93,19 +97,20 @@ def _case_lines(case: dict[str, Any], *, failures_only: bool) -> list[str]:
     return lines
 
 
-def _report(results: dict[str, Any], suites: list[Suite], console: Console, *, failures_only: bool) -> None:
+def print_cases(results: Mapping[str, Any], console: Console, *, failures_only: bool) -> None:
+    """Each suite of a whole results document and its cases' lines (what `harness merge` prints)."""
+    by_suite: dict[str, list[Mapping[str, Any]]] = {}
+    for case in results["cases"]:
+        by_suite.setdefault(case["suite"], []).append(case)
     for suite in results["suites"]:
-        cases = [case for case in results["cases"] if case["suite"] == suite["name"]]
+        cases = by_suite.get(suite["name"], [])
         console.print(f"[bold]suite {escape(suite['name'])}[/] ({counted(len(cases), 'case')})", soft_wrap=True)
         for case in cases:
             for line in _case_lines(case, failures_only=failures_only):
                 console.print(line, soft_wrap=True, highlight=False)
-    for suite in suites:
-        if suite.skipped:
-            console.print(f"[bold]suite {escape(suite.name)}[/] skipped: {escape(suite.skipped)}", soft_wrap=True)
 
 
-def _summary(results: dict[str, Any], console: Console) -> None:
+def print_summary(results: Mapping[str, Any], console: Console) -> None:
     summary = results["summary"]
     usage = summary["usage"]
     cost = f"${summary['cost_usd']:.4f}" + ("" if summary["cost_known"] else " (some models unpriced)")
@@ -118,39 +123,83 @@ def _summary(results: dict[str, Any], console: Console) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    all_suites = _suites(args)
-    suites = [suite for suite in all_suites if not suite.skipped]
-    total = sum(len(suite.cases) for suite in suites)
-    if total == 0:
-        skipped = "; ".join(f"suite {suite.name} skipped: {suite.skipped}" for suite in all_suites if suite.skipped)
-        raise HarnessError(f"nothing to evaluate: {skipped}" if skipped else "the suites hold no cases")
-    console = Console(highlight=False)
-    golden_dir = Path(args.golden).resolve() if args.golden else None
-    if total >= PROGRESS_FROM and console.is_terminal:
-        columns = (
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-        )
-        with Progress(*columns, console=console, transient=True) as progress:
-            task = progress.add_task("eval", total=total)
-            results = run_suites(
-                suites,
-                golden_dir=golden_dir,
-                progress=lambda case, record: progress.update(task, advance=1, description=case.id[-40:]),
-            )
-    else:
-        results = run_suites(suites, golden_dir=golden_dir)
-    _report(results, all_suites, console, failures_only=args.failures_only)
-    _summary(results, console)
-    if args.json_path:
-        write_results(args.json_path, results)
-        console.print(f"results: {args.json_path}")
+@contextlib.contextmanager
+def _progress(console: Console, total: int) -> Iterator[Callable[[str], None]]:
+    """A bar on a terminal (transient: gone when the run ends); nothing in a CI log or a pipe."""
+    if total < PROGRESS_FROM or not console.is_terminal:
+        yield lambda case_id: None
+        return
+    columns = (
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("eval", total=total)
+        yield lambda case_id: progress.update(task, advance=1, description=case_id[-40:])
+
+
+def write_views(results: Mapping[str, Any], args: argparse.Namespace, console: Console) -> None:
+    """The asked-for views (--markdown, --junit, --html), each a projection of the results document."""
     for path in write_results_reports(results, markdown=args.markdown, junit=args.junit, html=args.html):
         console.print(f"report: {path}")
-    return exit_code(results)
+
+
+def _shard_of(suites: list[Suite], text: str | None) -> tuple[list[Suite], dict[str, Any] | None]:
+    if text is None:
+        return suites, None
+    return shard_suites(suites, Shard.parse(text))
+
+
+def run(args: argparse.Namespace) -> int:
+    all_suites = _suites(args)
+    ran = [suite for suite in all_suites if not suite.skipped]
+    if not any(suite.cases for suite in ran):
+        skipped = "; ".join(f"suite {suite.name} skipped: {suite.skipped}" for suite in all_suites if suite.skipped)
+        raise HarnessError(f"nothing to evaluate: {skipped}" if skipped else "the suites hold no cases")
+    suites, shard = _shard_of(ran, args.shard)
+    total = sum(len(suite.cases) for suite in suites)
+    console = Console(highlight=False)
+    if shard is not None:
+        console.print(
+            f"[bold]shard {shard['index']}/{shard['total']}[/]: {total:,} of the run's "
+            f"{counted(len(shard['plan']), 'case')} ({counted(shard['weight'], 'recorded interaction')})",
+            soft_wrap=True,
+        )
+    golden_dir = Path(args.golden).resolve() if args.golden else None
+    started = time.perf_counter()
+    # The document is streamed: each case is written to a spool as it finishes and dropped, so a run of any
+    # size holds one case at a time; the totals are kept as they come.
+    documents = bool(args.json_path or args.markdown or args.junit or args.html)
+    entries = [suite_entry(suite) for suite in suites]
+    with ResultsWriter(entries, golden_dir=golden_dir, shard=shard, spool=documents) as writer:
+        with _progress(console, total) as advance:
+            for suite in suites:
+                console.print(
+                    f"[bold]suite {escape(suite.name)}[/] ({counted(len(suite.cases), 'case')})", soft_wrap=True
+                )
+                for case in suite.cases:
+                    record = run_case(case)
+                    writer.add(record)
+                    for line in _case_lines(record, failures_only=args.failures_only):
+                        console.print(line, soft_wrap=True, highlight=False)
+                    advance(case.id)
+        for suite in all_suites:
+            if suite.skipped:
+                console.print(f"[bold]suite {escape(suite.name)}[/] skipped: {escape(suite.skipped)}", soft_wrap=True)
+        head = writer.head(duration_ms=elapsed_ms(started))
+        print_summary(head, console)
+        with tempfile.TemporaryDirectory(prefix="harness-eval-") as scratch:
+            target = Path(args.json_path) if args.json_path else Path(scratch) / "results.json"
+            if documents:
+                writer.write(target, head)
+            if args.json_path:
+                console.print(f"results: {args.json_path}")
+            if args.markdown or args.junit or args.html:
+                # The views need the whole document: read back from the file just written (no need to validate).
+                write_views(json.loads(target.read_text(encoding="utf-8")), args, console)
+    return exit_code(head)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -41,10 +41,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, absolute
+from harness.evals.trial_files import trial_path
 from harness.pacing import Pacer
 from harness.project import ProjectScenario, load_project
 from harness.report._text import counted
-from harness.report.trials import trial_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -24,16 +24,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import jsonschema
 
-from harness.cassette.format import atomic_write_text, json_path
+from harness.cassette.format import atomic_write_text, atomic_writer, json_path
 from harness.errors import HarnessError
 from harness.run import USAGE_FIELDS as _KINDS
 from harness.run import Usage
@@ -46,11 +47,14 @@ if TYPE_CHECKING:
 __all__ = [
     "RESULTS_VERSION",
     "STEP_TEXT_LIMIT",
+    "ResultsWriter",
     "build_results",
     "exit_code",
+    "read_results",
     "results_schema",
     "run_details",
     "step_details",
+    "suite_entry",
     "validate_results",
     "write_results",
 ]
@@ -67,24 +71,6 @@ def results_schema() -> dict[str, Any]:
 
 def _now() -> str:
     return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
-def _status(records: Sequence[Mapping[str, Any]]) -> str:
-    statuses = {record["status"] for record in records}
-    if "error" in statuses:
-        return "error"
-    if "failed" in statuses:
-        return "failed"
-    return "passed"
-
-
-def _counts(records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-    return {
-        "cases": len(records),
-        "passed": sum(1 for r in records if r["status"] == "passed"),
-        "failed": sum(1 for r in records if r["status"] == "failed"),
-        "errored": sum(1 for r in records if r["status"] == "error"),
-    }
 
 
 # --- per-step detail ------------------------------------------------------------------------------------------
@@ -214,6 +200,148 @@ def run_details(trajectory: Trajectory, cassette: CassetteFile | None = None) ->
     return out
 
 
+def suite_entry(suite: Suite) -> dict[str, Any]:
+    """What the document says of a suite besides its cases and counts."""
+    return {
+        "name": suite.name,
+        "path": str(suite.path) if suite.path else None,
+        "description": suite.description,
+        "root": str(suite.root) if suite.root else None,
+    }
+
+
+class ResultsWriter:
+    """One results document, built a case at a time.
+
+    The summary and the suites' counts are running totals, so no list of cases is needed to write them. The
+    cases themselves are held one of three ways: by default each is formatted as it comes into a spool file and
+    dropped, and `write` streams the document to its file, so memory stays the size of one case whatever the
+    run's size (`harness eval`); with `keep=True` they stay in memory, for `document()` (the library's
+    `run_suites`, `harness merge`); with `spool=False` they are not held at all (a run that writes no document).
+    Totals are summed in case order, as a sum over the whole list would be: the three give equal documents.
+    """
+
+    def __init__(
+        self,
+        suites: Iterable[Mapping[str, Any]],
+        *,
+        golden_dir: Path | str | None = None,
+        shard: Mapping[str, Any] | None = None,
+        keep: bool = False,
+        spool: bool = True,
+    ) -> None:
+        self._suites = [dict(entry) for entry in suites]
+        self._golden_dir = str(golden_dir) if golden_dir else None
+        self._shard = dict(shard) if shard is not None else None
+        self._kept: list[Mapping[str, Any]] | None = [] if keep else None
+        # Closed by close() (or leaving a `with` block): the writer lives as long as the run.
+        spooled = spool and not keep
+        self._spool: IO[str] | None = tempfile.TemporaryFile("w+", encoding="utf-8") if spooled else None  # noqa: SIM115
+        self._spooled = 0
+        self._statuses = {"passed": 0, "failed": 0, "error": 0}
+        self._by_suite: dict[str, tuple[list[str], dict[str, int]]] = {}
+        self._checks = [0, 0]  # passed, failed
+        self._usage = dict.fromkeys(_KINDS, 0)
+        self._cost = 0
+        self._cost_known = True
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        status = record["status"]
+        self._statuses[status] += 1
+        ids, counts = self._by_suite.setdefault(record["suite"], ([], {"passed": 0, "failed": 0, "error": 0}))
+        ids.append(record["id"])
+        counts[status] += 1
+        for check in record["checks"]:
+            self._checks[0 if check["passed"] else 1] += 1
+        for kind in _KINDS:
+            self._usage[kind] += (record.get("usage") or {}).get(kind, 0)
+        if record.get("trajectory") is not None:
+            cost = record.get("cost_usd")
+            if cost is None:
+                self._cost_known = False
+            else:
+                self._cost += cost
+        if self._kept is not None:
+            self._kept.append(record)
+        if self._spool is not None:
+            # One case as it sits in the written file (indented two levels), a line of JSON per line of text.
+            text = json.dumps(record, indent=2, ensure_ascii=False, default=str).replace("\n", "\n    ")
+            self._spool.write((",\n    " if self._spooled else "\n    ") + text)
+            self._spooled += 1
+
+    def _counts(self) -> dict[str, int]:
+        cases = sum(self._statuses.values())
+        return {"cases": cases, "passed": self._statuses["passed"], "failed": self._statuses["failed"],
+                "errored": self._statuses["error"]}
+
+    def head(self, *, duration_ms: float | None = None, created_at: str | None = None) -> dict[str, Any]:
+        """The document without its cases: everything a summary or a total needs."""
+        from harness import __version__
+
+        status = "error" if self._statuses["error"] else "failed" if self._statuses["failed"] else "passed"
+        summary = {
+            "status": status,
+            **self._counts(),
+            "checks": sum(self._checks),
+            "checks_passed": self._checks[0],
+            "checks_failed": self._checks[1],
+            "usage": dict(self._usage),
+            "cost_usd": round(self._cost, 6),
+            "cost_known": self._cost_known,
+            "duration_ms": duration_ms,
+        }
+        by_suite = []
+        for entry in self._suites:
+            ids, counts = self._by_suite.get(entry["name"], ([], {"passed": 0, "failed": 0, "error": 0}))
+            by_suite.append(
+                {**entry, "cases": list(ids), "passed": counts["passed"], "failed": counts["failed"],
+                 "errored": counts["error"]}
+            )
+        head: dict[str, Any] = {
+            "results_version": RESULTS_VERSION,
+            "tool": {"name": "loop-harness", "version": __version__},
+            "created_at": created_at or _now(),
+            "golden_dir": self._golden_dir,
+        }
+        if self._shard is not None:
+            head["shard"] = self._shard
+        return head | {"summary": summary, "suites": by_suite}
+
+    def document(self, **head: Any) -> dict[str, Any]:
+        """The whole document, cases included (only with `keep=True`)."""
+        if self._kept is None:
+            raise RuntimeError("the cases were spooled, not kept: write() the document instead")
+        return self.head(**head) | {"cases": list(self._kept)}
+
+    def write(self, path: str | Path, head: Mapping[str, Any]) -> Path:
+        """`head` and the cases to `path`, atomically, formatted as `write_results` formats a whole document.
+        Spooled cases are copied from the spool file, never all held in memory."""
+        if self._spool is None:
+            if self._kept is None:
+                raise RuntimeError("nothing to write: the writer kept only totals (spool=False)")
+            return write_results(path, {**head, "cases": list(self._kept)})
+        text = json.dumps({**head, "cases": []}, indent=2, ensure_ascii=False, default=str)
+        before, _, _ = text.rpartition("[]")
+        with atomic_writer(path) as out:
+            out.write(before.encode("utf-8") + b"[")
+            self._spool.flush()
+            self._spool.seek(0)
+            while chunk := self._spool.read(1 << 16):
+                out.write(chunk.encode("utf-8"))
+            out.write(("\n  ]\n}\n" if self._spooled else "]\n}\n").encode("utf-8"))
+        return Path(path)
+
+    def close(self) -> None:
+        if self._spool is not None:
+            self._spool.close()
+
+    def __enter__(self) -> ResultsWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def build_results(
     suites: Iterable[Suite],
     records: Sequence[Mapping[str, Any]],
@@ -221,54 +349,31 @@ def build_results(
     golden_dir: Path | None = None,
     duration_ms: float | None = None,
 ) -> dict[str, Any]:
-    from harness import __version__
-
-    suites = list(suites)
-    checks = [check for record in records for check in record["checks"]]
-    usage = {kind: sum((record.get("usage") or {}).get(kind, 0) for record in records) for kind in _KINDS}
-    costs = [record.get("cost_usd") for record in records if record.get("trajectory") is not None]
-    cost_known = all(cost is not None for cost in costs)
-    summary = {
-        "status": _status(records),
-        **_counts(records),
-        "checks": len(checks),
-        "checks_passed": sum(1 for check in checks if check["passed"]),
-        "checks_failed": sum(1 for check in checks if not check["passed"]),
-        "usage": usage,
-        "cost_usd": round(sum(cost for cost in costs if cost is not None), 6),
-        "cost_known": cost_known,
-        "duration_ms": duration_ms,
-    }
-    by_suite = []
-    for suite in suites:
-        mine = [record for record in records if record["suite"] == suite.name]
-        tally = _counts(mine)
-        tally.pop("cases")  # the suite lists its case ids instead
-        by_suite.append(
-            {
-                "name": suite.name,
-                "path": str(suite.path) if suite.path else None,
-                "description": suite.description,
-                "root": str(suite.root) if suite.root else None,
-                "cases": [record["id"] for record in mine],
-                **tally,
-            }
-        )
-    return {
-        "results_version": RESULTS_VERSION,
-        "tool": {"name": "loop-harness", "version": __version__},
-        "created_at": _now(),
-        "golden_dir": str(golden_dir) if golden_dir else None,
-        "summary": summary,
-        "suites": by_suite,
-        "cases": list(records),
-    }
+    writer = ResultsWriter([suite_entry(suite) for suite in suites], golden_dir=golden_dir, keep=True)
+    for record in records:
+        writer.add(record)
+    return writer.document(duration_ms=duration_ms)
 
 
 def validate_results(results: Any, *, file: str | Path | None = None) -> None:
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(results_schema()).iter_errors(results))
     if error is not None:
         raise HarnessError(f"not a results document: {error.message}", file=file, where=json_path(error.absolute_path))
+
+
+def read_results(path: str | Path) -> dict[str, Any]:
+    """A results file (`harness eval --json F`), validated; any problem is a HarnessError naming the file."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        raise HarnessError(f"cannot read it: {err}", file=path) from None
+    except json.JSONDecodeError as err:
+        raise HarnessError(f"not JSON: {err.msg}", file=path, where=f"line {err.lineno}, column {err.colno}") from None
+    if not isinstance(data, Mapping) or "results_version" not in data:
+        raise HarnessError("not a results document (`harness eval --json F` writes one)", file=path)
+    validate_results(data, file=path)
+    return data
 
 
 def write_results(path: str | Path, results: Mapping[str, Any]) -> Path:

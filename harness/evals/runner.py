@@ -17,16 +17,16 @@ from typing import Any
 from harness.cassette.format import read_bytes_bounded
 from harness.checks.registry import run_check
 from harness.errors import HarnessError
-from harness.evals.results import build_results, run_details, step_details
+from harness.evals.results import ResultsWriter, run_details, step_details, suite_entry
 from harness.evals.suite import Case, Suite
 from harness.trajectory import Trajectory, load_cassette_any
 
-__all__ = ["ProgressCallback", "run_case", "run_suites"]
+__all__ = ["ProgressCallback", "elapsed_ms", "run_case", "run_suites"]
 
 ProgressCallback = Callable[[Case, dict[str, Any]], None]
 
 
-def _ms(start: float) -> float:
+def elapsed_ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 3)
 
 
@@ -109,7 +109,7 @@ def run_case(case: Case) -> dict[str, Any]:
     try:
         cassette = load_cassette_any(case.cassette)
         full = Trajectory.from_cassette(cassette)
-        record["timings"]["load_ms"] = _ms(started)
+        record["timings"]["load_ms"] = elapsed_ms(started)
         meta = cassette.meta or {}
         record["cassette"].update(
             recorded_from=meta.get("source"),
@@ -124,7 +124,7 @@ def run_case(case: Case) -> dict[str, Any]:
             raise HarnessError(str(err), file=case.golden.path, where="$.run") from None
     except HarnessError as err:
         record["error"] = {"reason": err.reason, "file": err.file, "where": err.where}
-        record["timings"]["total_ms"] = _ms(started)
+        record["timings"]["total_ms"] = elapsed_ms(started)
         return record
 
     record["trajectory"] = _trajectory_record(full, seen)
@@ -145,11 +145,11 @@ def run_case(case: Case) -> dict[str, Any]:
                 "step": result.step,
                 "evidence": result.evidence,
                 "params": check.params,
-                "duration_ms": _ms(check_started),
+                "duration_ms": elapsed_ms(check_started),
             }
         )
-    record["timings"]["checks_ms"] = _ms(checks_started)
-    record["timings"]["total_ms"] = _ms(started)
+    record["timings"]["checks_ms"] = elapsed_ms(checks_started)
+    record["timings"]["total_ms"] = elapsed_ms(started)
     record["status"] = "passed" if all(item["passed"] for item in record["checks"]) else "failed"
     return record
 
@@ -157,13 +157,14 @@ def run_case(case: Case) -> dict[str, Any]:
 def run_suites(
     suites: Iterable[Suite], *, golden_dir: Path | None = None, progress: ProgressCallback | None = None
 ) -> dict[str, Any]:
+    """Every case of `suites`, as one results document in memory (`harness eval` streams it instead)."""
     suites = list(suites)
     started = time.perf_counter()
-    records = []
-    for suite in suites:
-        for case in suite.cases:
-            record = run_case(case)
-            records.append(record)
-            if progress is not None:
-                progress(case, record)
-    return build_results(suites, records, golden_dir=golden_dir, duration_ms=_ms(started))
+    with ResultsWriter([suite_entry(suite) for suite in suites], golden_dir=golden_dir, keep=True) as writer:
+        for suite in suites:
+            for case in suite.cases:
+                record = run_case(case)
+                writer.add(record)
+                if progress is not None:
+                    progress(case, record)
+        return writer.document(duration_ms=elapsed_ms(started))

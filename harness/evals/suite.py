@@ -38,7 +38,7 @@ from harness.errors import GoldenError, absolute
 from harness.evals.golden import Golden, inside_project, load_golden, project_root, relative_to_root
 from harness.project import load_project
 
-__all__ = ["Case", "Suite", "discover_suites", "load_suite", "project_suites", "suite_schema"]
+__all__ = ["Case", "Suite", "discover_suites", "load_suite", "project_suites", "suite_schema", "unique_suites"]
 
 SUITE_SUFFIXES = (".yaml", ".yml")
 
@@ -226,3 +226,30 @@ def discover_suites(paths: Iterable[str | Path], *, golden_dir: str | Path | Non
         else:
             raise GoldenError("not a suite (.yaml), a golden (.json) or a folder of them", file=path)
     return suites
+
+
+def unique_suites(suites: Iterable[Suite], *, hint: str | None = None) -> list[Suite]:
+    """The suites of one run, each file once; refuses a case id that two suite files both hold.
+
+    One run's results name each case once (reports, comparisons and merged shards match cases by id), so a
+    case id in two suites is bad input. The same file named twice (a folder and a file in it) runs once.
+    `hint` says how to fix it in the caller's terms.
+    """
+    kept: list[Suite] = []
+    files: set[str] = set()
+    seen: dict[str, str] = {}
+    for suite in suites:
+        if suite.path is not None and str(suite.path.resolve()) in files:
+            continue
+        if suite.path is not None:
+            files.add(str(suite.path.resolve()))
+        for case in suite.cases:
+            if case.id in seen:
+                raise GoldenError(
+                    f"case {case.id!r} is in two suites ({seen[case.id]} and {suite.path}); "
+                    f"case ids must be unique in one run{': ' + hint if hint else ''}",
+                    file=suite.path,
+                )
+            seen[case.id] = str(suite.path)
+        kept.append(suite)
+    return kept

@@ -5,13 +5,24 @@
   with `comparison_markdown`, `comparison_junit`, `comparison_html` as its views;
 - `pass_at_k`, `pass_hat_k`: scores of a case recorded several times (harness.report.trials).
 
-Imported lazily, so that `harness record` (which names trial files) does not load jinja2.
+Reports only read documents: nothing here imports the eval machinery that writes them (harness.evals), except
+the `harness compare` command module, which runs suites when given cassette folders. The names below are
+loaded on first use only for start-up time (the HTML view pulls jinja2, and a command that reads one helper
+should not pay for it); a type checker sees them through the TYPE_CHECKING imports.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.report.compare import CaseSetMismatch, compare_results, comparison_exit_code
+    from harness.report.html import comparison_html, results_html
+    from harness.report.junit import comparison_junit, results_junit
+    from harness.report.markdown import comparison_markdown, results_markdown
+    from harness.report.outputs import write_comparison_reports, write_results_reports
+    from harness.report.trials import TrialStats, pass_at_k, pass_hat_k
 
 _EXPORTS = {
     "results_markdown": "harness.report.markdown",
@@ -30,7 +41,22 @@ _EXPORTS = {
     "TrialStats": "harness.report.trials",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "CaseSetMismatch",
+    "TrialStats",
+    "compare_results",
+    "comparison_exit_code",
+    "comparison_html",
+    "comparison_junit",
+    "comparison_markdown",
+    "pass_at_k",
+    "pass_hat_k",
+    "results_html",
+    "results_junit",
+    "results_markdown",
+    "write_comparison_reports",
+    "write_results_reports",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,10 +1,8 @@
-"""Several trials of one case: how trial cassettes are named, grouped, and scored with pass@k and pass^k.
+"""Several trials of one case, scored with pass@k and pass^k.
 
-A case recorded N times (`harness record NAME --trials N`) leaves `brief.trial-1.yaml` ... `brief.trial-N.yaml`
-beside where `brief.yaml` would be. In a results document each trial is a case of its own whose id
-carries the same `.trial-K` mark (`dayflow/brief/brief.trial-2.yaml`); removing the mark gives the id
-of the group (`dayflow/brief/brief.yaml`), so any results document can be read as groups of trials and
-a case with one cassette is a group of one.
+Trial cassettes and their case ids are named by harness.evals.trial_files (`brief.trial-2.yaml`); removing the
+`.trial-K` mark from a case id gives its group's id, so any results document can be read as groups of trials
+and a case with one cassette is a group of one.
 
 Scores, with n trials of which c passed (Chen et al. 2021, the unbiased estimators):
 
@@ -14,12 +12,13 @@ Scores, with n trials of which c passed (Chen et al. 2021, the unbiased estimato
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from math import comb
-from pathlib import Path
 from typing import Any
+
+# The names of trial files and trial case ids are the eval side's (re-exported here for the reports' readers).
+from harness.evals.trial_files import trial_case_id, trial_group, trial_path, trial_paths
 
 __all__ = [
     "DEFAULT_K",
@@ -36,8 +35,6 @@ __all__ = [
 ]
 
 DEFAULT_K = 3  # the k a report shows beside pass@1 (clipped to the number of trials)
-
-_TRIAL = re.compile(r"\.trial-(\d+)(?=\.[A-Za-z0-9]+$|$)")
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -94,43 +91,6 @@ class TrialStats:
         if k > 1:
             parts += [f"pass@{k} {self.pass_at(k):.2f}", f"pass^{k} {self.pass_hat(k):.2f}"]
         return " · ".join(parts)
-
-
-# --- names ---------------------------------------------------------------------------------------------------
-
-
-def trial_group(case_id: str) -> tuple[str, int | None]:
-    """('dayflow/brief/brief.yaml', 2) for 'dayflow/brief/brief.trial-2.yaml'; (id, None) for a plain case."""
-    matches = list(_TRIAL.finditer(case_id))
-    if not matches:
-        return case_id, None
-    last = matches[-1]
-    return case_id[: last.start()] + case_id[last.end() :], int(last.group(1))
-
-
-def trial_path(cassette: Path, trial: int) -> Path:
-    """cassettes/dayflow/brief.yaml -> cassettes/dayflow/brief.trial-2.yaml"""
-    return cassette.with_name(f"{cassette.stem}.trial-{trial}{cassette.suffix}")
-
-
-def trial_paths(cassette: Path) -> list[tuple[int, Path]]:
-    """The trial files recorded for `cassette`, by trial number; empty when there are none."""
-    pattern = re.compile(re.escape(cassette.stem) + r"\.trial-(\d+)" + re.escape(cassette.suffix) + "$")
-    if not cassette.parent.is_dir():
-        return []
-    found = []
-    for path in cassette.parent.iterdir():
-        match = pattern.match(path.name)
-        if match and path.is_file():
-            found.append((int(match.group(1)), path))
-    return sorted(found)
-
-
-def trial_case_id(case_id: str, cassette: Path, trial: int) -> str:
-    """The id of trial `trial` of a case: its file name marked where the id names the file, else a suffix."""
-    if case_id.endswith(cassette.name):
-        return case_id[: -len(cassette.name)] + trial_path(cassette, trial).name
-    return f"{case_id}.trial-{trial}"
 
 
 def group_cases(cases: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:

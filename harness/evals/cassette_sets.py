@@ -28,25 +28,12 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.evals.golden import relative_to_root
 from harness.evals.runner import run_suites
-from harness.evals.suite import Case, Suite, discover_suites, project_suites
-from harness.report.trials import trial_case_id, trial_paths
+from harness.evals.suite import Case, Suite, discover_suites, project_suites, unique_suites
+from harness.evals.trial_files import trial_case_id, trial_paths
 
 __all__ = ["anchor_folder", "case_runs", "results_for_folder", "results_for_suite_file", "suites_for"]
 
-
-def _unique(suites: list[Suite]) -> list[Suite]:
-    """The suites, when no case id is in two of them (trials of one case would otherwise merge)."""
-    seen: dict[str, str] = {}
-    for suite in suites:
-        for case in suite.cases:
-            if case.id in seen and seen[case.id] != str(suite.path):
-                raise HarnessError(
-                    f"case {case.id!r} is in two suites ({seen[case.id]} and {suite.path}); "
-                    "case ids must be unique in one run: name one suite with --suite",
-                    file=suite.path,
-                )
-            seen[case.id] = str(suite.path)
-    return suites
+_ONE_SUITE = "name one suite with --suite"
 
 
 def case_runs(case: Case, cassette: Path, root: Path | None, *, keep_missing: bool = False) -> list[Case]:
@@ -75,7 +62,7 @@ def case_runs(case: Case, cassette: Path, root: Path | None, *, keep_missing: bo
 def suites_for(paths: list[str] | None, golden_dir: str | None) -> list[Suite]:
     if not paths:
         paths = [str(path) for path in project_suites()]
-    return _unique(discover_suites(paths, golden_dir=golden_dir))
+    return unique_suites(discover_suites(paths, golden_dir=golden_dir), hint=_ONE_SUITE)
 
 
 def _inside(path: Path, folder: Path) -> Path | None:
@@ -125,7 +112,7 @@ def results_for_folder(
 
 def results_for_suite_file(path: Path, *, golden_dir: str | None = None) -> dict[str, Any]:
     """Run one suite file as it names its cassettes (with their trials when there are trial files)."""
-    suites = _unique(discover_suites([path], golden_dir=golden_dir))
+    suites = unique_suites(discover_suites([path], golden_dir=golden_dir), hint=_ONE_SUITE)
     expanded = [
         replace(
             suite,
