@@ -3,7 +3,6 @@ the streamed results document; one-way imports between evals and reports."""
 
 from __future__ import annotations
 
-import ast
 import json
 import shutil
 from pathlib import Path
@@ -225,56 +224,7 @@ def test_the_streamed_document_equals_the_one_built_in_memory(
     )
 
 
-# --- one-way imports --------------------------------------------------------------------------------------------
-
-COMMAND_MODULES = {"harness.evals.cli", "harness.evals.merge_cli", "harness.report.compare_cli"}
-
-
-def imports_of(path: Path) -> set[str]:
-    """The modules `path` imports when it runs (not those under `if TYPE_CHECKING:`); `from package import
-    module` counts as the module."""
-    found: set[str] = set()
-
-    def visit(nodes: list[ast.stmt]) -> None:
-        for node in nodes:
-            if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
-                visit(node.orelse)
-                continue
-            for child in ast.walk(node):
-                if isinstance(child, ast.ImportFrom) and child.module:
-                    for alias in child.names:
-                        submodule = REPO.joinpath(*child.module.split("."), f"{alias.name}.py")
-                        found.add(f"{child.module}.{alias.name}" if submodule.is_file() else child.module)
-                elif isinstance(child, ast.Import):
-                    found.update(alias.name for alias in child.names)
-
-    visit(ast.parse(path.read_text(encoding="utf-8")).body)
-    return found
-
-
-def test_evals_never_import_reports_and_the_two_have_no_cycle() -> None:
-    """Results flow into reports: the eval library does not import the report package (only the command
-    modules, which sit on both, do), and no chain of imports among the two packages leads back to its start."""
-    graph: dict[str, set[str]] = {}
-    for package in ("evals", "report"):
-        for path in (REPO / "harness" / package).glob("*.py"):
-            name = f"harness.{package}.{path.stem}".removesuffix(".__init__")
-            graph[name] = {m for m in imports_of(path) if m.startswith(("harness.evals", "harness.report"))}
-    for name, imported in graph.items():
-        if name.startswith("harness.evals") and name not in COMMAND_MODULES:
-            assert not {m for m in imported if m.startswith("harness.report")}, name
-
-    def reaches(start: str, node: str, seen: set[str]) -> bool:
-        for nxt in graph.get(node, set()):
-            if nxt == start:
-                return True
-            if nxt not in seen:
-                seen.add(nxt)
-                if reaches(start, nxt, seen):
-                    return True
-        return False
-
-    assert [name for name in graph if reaches(name, name, set())] == []
+# One-way imports (evals never import report; no cycle): tests/test_module_graph.py checks the whole package.
 
 
 def test_the_eval_scale_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 from harness.cassette.format import read_bytes_bounded
 from harness.errors import HarnessError
 from harness.evals.suite import Case, Suite
-from harness.fingerprint import fingerprint
+from harness.jsondata import fingerprint
 
 __all__ = ["Shard", "case_weight", "deal", "shard_suites"]
 
