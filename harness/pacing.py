@@ -205,15 +205,21 @@ class Pacer:
         self.stats.attempts += 1
         return Ticket(self._numbers, cost, blind)
 
+    def _try_after(self, cost: Cost, started: float) -> Ticket | float | None:
+        """`try_send` for a waiter that began at `started`: when the attempt may go, the wait is counted."""
+        outcome = self.try_send(cost)
+        if isinstance(outcome, Ticket):
+            with self._changed:
+                self.stats.waited_seconds += time.monotonic() - started
+        return outcome
+
     # -- blocking, for threads ------------------------------------------------------------------------------
     def acquire(self, cost: Cost) -> Ticket:
         """Wait until the attempt may go (woken early by any answer), and let it go."""
         started = time.monotonic()
         while True:
-            outcome = self.try_send(cost)
+            outcome = self._try_after(cost, started)
             if isinstance(outcome, Ticket):
-                with self._changed:
-                    self.stats.waited_seconds += time.monotonic() - started
                 return outcome
             with self._changed:
                 timeout = None if outcome is None else max(0.0, outcome - self.clock())
@@ -224,10 +230,8 @@ class Pacer:
         """`acquire` for asyncio: the same decisions, waiting with asyncio.sleep (polling while an answer is due)."""
         started = time.monotonic()
         while True:
-            outcome = self.try_send(cost)
+            outcome = self._try_after(cost, started)
             if isinstance(outcome, Ticket):
-                with self._changed:
-                    self.stats.waited_seconds += time.monotonic() - started
                 return outcome
             wait = _POLL_SECONDS if outcome is None else max(0.0, outcome - self.clock())
             await asyncio.sleep(min(wait, _POLL_SECONDS) if outcome is None else wait)
