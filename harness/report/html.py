@@ -19,19 +19,7 @@ from typing import Any
 
 import jinja2
 
-from harness.report import svg
-from harness.report._text import (
-    KIND_LABELS,
-    KINDS,
-    check_step,
-    cost,
-    divergence_short,
-    error_text,
-    side_text,
-    signed,
-    summary_cost_delta,
-    tokens,
-)
+from harness.report import _text, svg
 from harness.report.trials import DEFAULT_K, case_stats, group_cases
 
 __all__ = ["comparison_html", "results_html"]
@@ -55,25 +43,30 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    # The templates say numbers, steps and errors as every other report does (harness.report._text).
     env.filters.update(
-        tokens=tokens,
-        cost=cost,
-        signed=signed,
+        tokens=_text.tokens,
+        cost=_text.cost,
+        signed=_text.signed,
         pretty=_pretty,
-        check_step=check_step,
-        error_text=error_text,
-        divergence_short=divergence_short,
-        summary_cost_delta=summary_cost_delta,
+        check_step=_text.check_step,
+        error_text=_text.error_text,
+        divergence_short=_text.divergence_short,
+        summary_cost_delta=_text.summary_cost_delta,
     )
     # Text marks, not emoji: a machine without an emoji font would draw a box.
     env.globals.update(
         ICONS={"passed": "✓", "failed": "✗", "error": "!"},
-        KINDS=KINDS,
-        KIND_LABELS=KIND_LABELS,
+        KINDS=_text.KINDS,
+        KIND_LABELS=_text.KIND_LABELS,
         STACK=svg.STACK,
         KIND_COLORS=svg.KIND_COLORS,
     )
     return env
+
+
+def _render(template: str, **context: Any) -> str:
+    return _environment().get_template(template).render(**context)
 
 
 # --- one case's trajectory ----------------------------------------------------------------------------------
@@ -170,19 +163,16 @@ def results_html(results: Mapping[str, Any], *, k: int = DEFAULT_K) -> str:
         [(case["id"], [case.get("cost_usd")]) for case in cases if case.get("trajectory")],
         anchors=[v["anchor"] for v in views if v["case"].get("trajectory")],
     )
-    return (
-        _environment()
-        .get_template("results.html.j2")
-        .render(
-            results=results,
-            summary=results["summary"],
-            views=views,
-            suites=results["suites"],
-            failures=[(view, check) for view in views for check in view["failed"]],
-            errors=[view for view in views if view["case"]["status"] == "error"],
-            trials=trials,
-            cost_chart=cost_chart,
-        )
+    return _render(
+        "results.html.j2",
+        results=results,
+        summary=results["summary"],
+        views=views,
+        suites=results["suites"],
+        failures=[(view, check) for view in views for check in view["failed"]],
+        errors=[view for view in views if view["case"]["status"] == "error"],
+        trials=trials,
+        cost_chart=cost_chart,
     )
 
 
@@ -218,8 +208,8 @@ def comparison_html(comparison: Mapping[str, Any]) -> str:
             {
                 "case": case,
                 "anchor": anchor,
-                "baseline_text": side_text(case["baseline"], k),
-                "candidate_text": side_text(case["candidate"], k),
+                "baseline_text": _text.side_text(case["baseline"], k),
+                "candidate_text": _text.side_text(case["candidate"], k),
                 "baseline": _case_view(first_b, f"{anchor}-b", scale) if first_b else None,
                 "candidate": _case_view(first_c, f"{anchor}-c", scale) if first_c else None,
             }
@@ -232,14 +222,5 @@ def comparison_html(comparison: Mapping[str, Any]) -> str:
         title="cost per case, baseline and candidate (USD, mean per trial)",
         anchors=[view["anchor"] for view in views],
     )
-    return (
-        _environment()
-        .get_template("compare.html.j2")
-        .render(
-            comparison=comparison,
-            summary=comparison["summary"],
-            views=views,
-            cost_chart=cost_chart,
-            k=k,
-        )
-    )
+    return _render("compare.html.j2", comparison=comparison, summary=comparison["summary"], views=views,
+                   cost_chart=cost_chart, k=k)
