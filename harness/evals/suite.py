@@ -152,42 +152,38 @@ def load_suite(path: str | Path, *, golden_dir: str | Path | None = None) -> Sui
         if written is not None and actual is not None:
             cassettes = [_moved(cassette, written, actual) for cassette in cassettes]
         ids = [entry["id"]] if "id" in entry else _case_ids(golden, cassettes, root)
-        for case_id, cassette in zip(ids, cassettes, strict=True):
-            if case_id in seen:
+        for case in _cases(suite.name, ids, cassettes, golden, golden_path, root):
+            if case.id in seen:
                 raise GoldenError(
-                    f"case id {case_id!r} appears twice (also {seen[case_id]}); give one an `id`",
+                    f"case id {case.id!r} appears twice (also {seen[case.id]}); give one an `id`",
                     file=path,
                     where=f"$.cases[{index}]",
                 )
-            seen[case_id] = f"$.cases[{index}]"
-            suite.cases.append(
-                Case(
-                    id=case_id,
-                    suite=suite.name,
-                    cassette=cassette,
-                    golden=golden,
-                    cassette_label=relative_to_root(cassette, root),
-                    golden_label=relative_to_root(golden_path, root),
-                )
-            )
+            seen[case.id] = f"$.cases[{index}]"
+            suite.cases.append(case)
     return suite
+
+
+def _cases(suite: str, ids: list[str], cassettes: list[Path], golden: Golden, golden_path: Path,
+           root: Path) -> list[Case]:
+    """One case per cassette the golden judges, labelled by paths relative to the project root."""
+    return [
+        Case(
+            id=case_id,
+            suite=suite,
+            cassette=cassette,
+            golden=golden,
+            cassette_label=relative_to_root(cassette, root),
+            golden_label=relative_to_root(golden_path, root),
+        )
+        for case_id, cassette in zip(ids, cassettes, strict=True)
+    ]
 
 
 def _golden_as_suite(path: Path) -> Suite:
     golden = load_golden(path)
     root = project_root(path)
-    ids = _case_ids(golden, golden.cassettes, root)
-    cases = [
-        Case(
-            id=case_id,
-            suite=golden.name,
-            cassette=cassette,
-            golden=golden,
-            cassette_label=relative_to_root(cassette, root),
-            golden_label=relative_to_root(path, root),
-        )
-        for case_id, cassette in zip(ids, golden.cassettes, strict=True)
-    ]
+    cases = _cases(golden.name, _case_ids(golden, golden.cassettes, root), golden.cassettes, golden, path, root)
     return Suite(name=golden.name, path=path, cases=cases, description=golden.description, root=root)
 
 
