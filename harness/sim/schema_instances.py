@@ -42,11 +42,20 @@ from harness.jsondata import canonical_json
 _ATTEMPTS = 12
 _MAX_DEPTH = 8
 _WORDS = ("alpha", "bravo", "delta", "echo", "kilo", "lima", "oscar", "sierra", "tango", "zulu")
+
+
+def _date(r: Any) -> str:
+    return f"2026-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}"
+
+
+def _time(r: Any) -> str:
+    return f"{r.randint(0, 23):02d}:{r.randint(0, 59):02d}:00Z"
+
+
 _FORMATS: dict[str, Any] = {
-    "date": lambda r: f"2026-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}",
-    "date-time": lambda r: f"2026-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}T{r.randint(0, 23):02d}:"
-    f"{r.randint(0, 59):02d}:00Z",
-    "time": lambda r: f"{r.randint(0, 23):02d}:{r.randint(0, 59):02d}:00Z",
+    "date": _date,
+    "date-time": lambda r: f"{_date(r)}T{_time(r)}",
+    "time": _time,
     "email": lambda r: f"{r.choice(_WORDS)}{r.randint(1, 99)}@example.com",
     "idn-email": lambda r: f"{r.choice(_WORDS)}@example.com",
     "hostname": lambda r: f"{r.choice(_WORDS)}.example.com",
