@@ -17,12 +17,11 @@ from urllib.parse import urlsplit
 from harness.cassette.normalize import Applied, Normalization, response_events
 from harness.cassette.redact import (
     Scrubber,
-    credentials_in,
-    credentials_in_query,
+    credentials_sent,
     header_items,
-    keep_request_headers,
     keep_response_headers,
     redact_interaction,
+    stored_request_head,
 )
 from harness.cassette.wire import store_body
 from harness.jsondata import run_fingerprints
@@ -61,15 +60,8 @@ class Capture:
         """Add one exchange as it happened: a response (body or SSE events) or a connection failure."""
         request_items = header_items(request_headers)
         parsed = urlsplit(url)
-        self.secrets.update(credentials_in(request_items, self.secret_headers))
-        self.secrets.update(credentials_in_query(parsed.query))
-        if parsed.password:
-            self.secrets.add(parsed.password)
-        stored_request: dict[str, Any] = {"method": method.upper(), "host": parsed.hostname or "",
-                                          "path": parsed.path or "/"}
-        if parsed.query:
-            stored_request["query"] = parsed.query
-        stored_request["headers"] = keep_request_headers(request_items)
+        self.secrets.update(credentials_sent(request_items, parsed, self.secret_headers))
+        stored_request = stored_request_head(method.upper(), parsed, request_items)
         store_body(stored_request, request_body)
         applied = rules.for_request(stored_request["body"]) if (rules.rewrites and "body" in stored_request) else None
         if applied is not None:

@@ -42,12 +42,11 @@ from harness.cassette.format import (
     validate,
 )
 from harness.cassette.redact import (
-    credentials_in,
-    credentials_in_query,
+    credentials_sent,
     header_items,
-    keep_request_headers,
     keep_response_headers,
     redact_interaction,
+    stored_request_head,
 )
 from harness.cassette.sse import parse_sse
 from harness.cassette.wire import GZIP_MAGIC, BodyTooLarge, gunzip_bounded, store_body
@@ -446,11 +445,7 @@ def _store(target: dict[str, Any], raw: bytes | str | None, parsed: Any, *, cont
 
 def _convert(exchange: _Exchange, position: int, path: Path, secrets: Iterable[str], *,
              rewrite_request_ids: bool = False) -> dict[str, Any]:
-    url = urlsplit(exchange.uri)
-    request: dict[str, Any] = {"method": exchange.method, "host": url.hostname or "", "path": url.path or "/"}
-    if url.query:
-        request["query"] = url.query
-    request["headers"] = keep_request_headers(exchange.request_headers)
+    request = stored_request_head(exchange.method, urlsplit(exchange.uri), exchange.request_headers)
     _store(request, exchange.request_raw, exchange.request_parsed, content_type=None, allow_sse=False,
            where=f"{exchange.where}.request.body", path=path)
 
@@ -538,15 +533,6 @@ def detect_format(path: str | Path) -> str:
     return _read_document(Path(path))[0]
 
 
-def _sent_credentials(exchange: _Exchange, secret_headers: Iterable[str]) -> list[str]:
-    url = urlsplit(exchange.uri)
-    found = credentials_in(exchange.request_headers, secret_headers) + credentials_in_query(url.query)
-    with contextlib.suppress(ValueError):
-        if url.password:
-            found.append(url.password)
-    return found
-
-
 def import_file(path: str | Path, *, keep_foreign_hosts: bool = False, secret_headers: Iterable[str] = (),
                 rewrite_request_ids: bool = False) -> CassetteFile:
     """A foreign cassette as ours, in memory and validated. Exchanges with hosts other than the Messages
@@ -563,7 +549,11 @@ def import_file(path: str | Path, *, keep_foreign_hosts: bool = False, secret_he
     # does): a key sent as one request's x-api-key may be pasted into another's prompt, and a token a
     # left-out refresh call obtained may be echoed in a kept one.
     headers = tuple(secret_headers)
-    secrets = sorted({secret for exchange in exchanges for secret in _sent_credentials(exchange, headers)})
+    secrets = sorted({
+        secret
+        for exchange in exchanges
+        for secret in credentials_sent(exchange.request_headers, urlsplit(exchange.uri), headers)
+    })
     interactions: list[dict[str, Any]] = []
     skipped_hosts: list[str] = []
     first_api: _Exchange | None = None

@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode
+from urllib.parse import SplitResult, parse_qsl, quote, urlencode
 
 REQUEST_HEADERS_KEPT = frozenset({"anthropic-version", "anthropic-beta", "content-type"})
 RESPONSE_HEADERS_KEPT = frozenset(
@@ -443,6 +443,15 @@ def keep_request_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
     return {name.lower(): value for name, value in headers if name.lower() in REQUEST_HEADERS_KEPT}
 
 
+def stored_request_head(method: str, url: SplitResult, headers: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    """A request as a cassette stores it, but for its body: method, host, path, query, allow-listed headers."""
+    stored: dict[str, Any] = {"method": method, "host": url.hostname or "", "path": url.path or "/"}
+    if url.query:
+        stored["query"] = url.query
+    stored["headers"] = keep_request_headers(headers)
+    return stored
+
+
 def keep_response_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
     kept = {}
     for name, value in headers:
@@ -507,6 +516,16 @@ def credentials_in_query(query: str | None) -> list[str]:
         return []
     return [value for name, value in parse_qsl(query, keep_blank_values=True)
             if name.lower() in AUTH_QUERY_PARAMS and len(value) >= MIN_SECRET_LENGTH]
+
+
+def credentials_sent(headers: Iterable[tuple[str, str]], url: SplitResult,
+                     extra_headers: Iterable[str] = ()) -> list[str]:
+    """Every credential one request carried: in its headers (`credentials_in`), its query and its URL's userinfo."""
+    found = credentials_in(headers, extra_headers) + credentials_in_query(url.query)
+    with contextlib.suppress(ValueError):
+        if url.password:
+            found.append(url.password)
+    return found
 
 
 # ---------------------------------------------------------------------------------------------------
