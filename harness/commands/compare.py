@@ -24,6 +24,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from harness.commands import add_golden_dir_argument, add_suite_argument
 from harness.errors import HarnessError, absolute
 from harness.evals.results import read_results
 from harness.report.outputs import add_report_arguments, write_comparison_reports
@@ -42,13 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="compare the cases both sides hold, naming the others, instead of refusing (exit 2)",
     )
-    parser.add_argument(
-        "--suite",
-        action="append",
-        metavar="PATH",
-        help="for cassette folders: the suites whose cases to run (default: the project's evals/)",
-    )
-    parser.add_argument("--golden", metavar="DIR", help="folder the suites' golden paths are relative to")
+    add_suite_argument(parser, purpose="for cassette folders: the suites whose cases to run")
+    add_golden_dir_argument(parser)
     parser.add_argument(
         "--k",
         type=int,

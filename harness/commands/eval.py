@@ -31,6 +31,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from harness.commands import add_failures_only_argument, add_golden_dir_argument
 from harness.errors import HarnessError
 from harness.evals.results import ResultsWriter, exit_code, suite_entry
 from harness.evals.runner import elapsed_ms, run_case
@@ -50,14 +51,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="suite files (.yaml), golden files (.json) or folders; default: the project's evals/ (or `suites` in "
         "[tool.loop-harness])",
     )
-    parser.add_argument(
-        "--golden",
-        metavar="DIR",
-        help="folder the suites' golden paths are relative to (default: golden/ in the project root)",
-    )
+    add_golden_dir_argument(parser)
     parser.add_argument("--json", metavar="F", dest="json_path", help="write the canonical results JSON here")
     add_report_arguments(parser, json_flag=False)
-    parser.add_argument("--failures-only", action="store_true", help="list only the cases that did not pass")
+    add_failures_only_argument(parser)
     parser.add_argument(
         "--shard",
         metavar="K/N",
@@ -202,15 +199,7 @@ def run(args: argparse.Namespace) -> int:
     return exit_code(head)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="harness eval")
-    add_arguments(parser)
-    try:
-        return run(parser.parse_args(argv))
-    except HarnessError as err:
-        print(f"harness eval: {err}", file=sys.stderr)
-        return 2
+if __name__ == "__main__":  # `python -m harness.commands.eval ...` is `harness eval ...`
+    from harness.cli import main
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(["eval", *sys.argv[1:]]))

@@ -16,6 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.commands import add_golden_dir_argument, add_suite_argument
 from harness.errors import HarnessError
 from harness.trajectory import Trajectory, load_trajectory
 
@@ -29,10 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="put prompts, answers and tool arguments/results into the spans (off: they can be "
                              "sensitive)")
     parser.add_argument("--inspect", metavar="FILE", help="write an inspect_ai eval log here (.eval or .json)")
-    parser.add_argument("--suite", action="append", default=[], metavar="PATH",
-                        help="suites whose checks score the cassettes in --inspect (repeatable; default: the "
-                             "project's evals/)")
-    parser.add_argument("--golden", metavar="DIR", help="golden folder for --suite (as in harness eval)")
+    add_suite_argument(parser, purpose="suites whose checks score the cassettes in --inspect")
+    add_golden_dir_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from harness.commands import add_failures_only_argument
 from harness.commands.eval import print_cases, print_summary, write_views
 from harness.evals.merge import merge_results
 from harness.evals.results import exit_code, read_results, write_results
@@ -24,7 +25,7 @@ from harness.report.outputs import add_report_arguments
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("results", nargs="+", metavar="RESULTS", help="each shard's results file (--json of eval)")
     add_report_arguments(parser)
-    parser.add_argument("--failures-only", action="store_true", help="list only the cases that did not pass")
+    add_failures_only_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:

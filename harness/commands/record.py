@@ -92,12 +92,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Bad input as every command reports it: harness.cli prints "harness record: <reason>", exit 2.
     if args.trials is not None and args.trials < 1:
-        print("harness record: --trials must be 1 or more", file=sys.stderr)
-        return 2
+        raise HarnessError("--trials must be 1 or more")
     if args.concurrency < 1:
-        print("harness record: --concurrency must be 1 or more", file=sys.stderr)
-        return 2
+        raise HarnessError("--concurrency must be 1 or more")
     if args.demo:  # the one door from this command to the demo package, opened only when asked for
         from harness_demo.record import run_demo
 
