@@ -8,7 +8,7 @@ returns an `ApiError` (data, not an exception); the first failing check wins, as
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -279,12 +279,20 @@ def _check_tool_blocks_need_tools(body: dict[str, Any]) -> ApiError | None:
     return None
 
 
-def _check_unexpected_tool_results(body: dict[str, Any]) -> ApiError | None:
-    turns = _conversation(body["messages"])
+def _turns_beside(messages: list[Any], role: str, offset: int) -> Iterator[tuple[int, Any, int, Any]]:
+    """Each `role` turn beside the turn `offset` away (-1 the one before, +1 the one after; system messages
+    do not count), as (index, message, its index, it); ({} at index + offset) where there is none."""
+    turns = _conversation(messages)
     for turn, (index, message) in enumerate(turns):
-        if message["role"] != "user":
+        if message["role"] != role:
             continue
-        previous = turns[turn - 1][1] if turn > 0 else {}
+        near = turn + offset
+        near_index, near_message = turns[near] if 0 <= near < len(turns) else (index + offset, {})
+        yield index, message, near_index, near_message
+
+
+def _check_unexpected_tool_results(body: dict[str, Any]) -> ApiError | None:
+    for index, message, _, previous in _turns_beside(body["messages"], "user", -1):
         offered = {block.get("id") for _, block in _typed(previous, "tool_use")}
         for position, block in _typed(message, "tool_result"):
             tool_use_id = block.get("tool_use_id")
@@ -298,14 +306,10 @@ def _check_unexpected_tool_results(body: dict[str, Any]) -> ApiError | None:
 
 
 def _check_tool_uses_answered(body: dict[str, Any]) -> ApiError | None:
-    turns = _conversation(body["messages"])
-    for turn, (index, message) in enumerate(turns):
-        if message["role"] != "assistant":
-            continue
+    for index, message, following_index, following in _turns_beside(body["messages"], "assistant", +1):
         ids = [block.get("id") for _, block in _typed(message, "tool_use")]
         if not ids:
             continue
-        following_index, following = turns[turn + 1] if turn + 1 < len(turns) else (index + 1, {})
         answered = {block.get("tool_use_id") for _, block in _typed(following, "tool_result")}
         missing = [tool_use_id for tool_use_id in ids if tool_use_id not in answered]
         if missing:
