@@ -20,7 +20,7 @@ from typing import Any
 import jinja2
 
 from harness.report import _text, svg
-from harness.report.trials import DEFAULT_K, case_stats, group_cases
+from harness.report.trials import DEFAULT_K, trial_stats
 
 __all__ = ["comparison_html", "results_html"]
 
@@ -153,12 +153,7 @@ def results_html(results: Mapping[str, Any], *, k: int = DEFAULT_K) -> str:
     """The HTML report of a results document."""
     cases = results["cases"]
     views = [_case_view(case, _anchor("case", index)) for index, case in enumerate(cases, 1)]
-    groups = group_cases(cases)
-    trials = []
-    if any(len(members) > 1 for members in groups.values()):
-        for group, members in groups.items():
-            stats = case_stats(members)
-            trials.append({"id": group, "stats": stats, "k": stats.shown_k(k)})
+    trials = [{"id": group, "stats": stats, "k": stats.shown_k(k)} for group, stats in trial_stats(cases).items()]
     cost_chart = svg.cost_bars(
         [(case["id"], [case.get("cost_usd")]) for case in cases if case.get("trajectory")],
         anchors=[v["anchor"] for v in views if v["case"].get("trajectory")],

@@ -23,7 +23,7 @@ from harness.report._text import (
     summary_cost_delta,
     tokens,
 )
-from harness.report.trials import DEFAULT_K, case_stats, group_cases
+from harness.report.trials import DEFAULT_K, trial_stats
 
 __all__ = ["comparison_markdown", "results_markdown"]
 
@@ -74,12 +74,11 @@ def _errors(cases: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _trials(cases: Sequence[Mapping[str, Any]], k: int) -> list[str]:
-    groups = group_cases(cases)
-    if all(len(trials) == 1 for trials in groups.values()):
+    groups = trial_stats(cases)
+    if not groups:
         return []
     rows = []
-    for group, trials in groups.items():
-        stats = case_stats(trials)
+    for group, stats in groups.items():
         shown = stats.shown_k(k)
         rows.append(
             [

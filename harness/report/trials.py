@@ -32,6 +32,7 @@ __all__ = [
     "trial_group",
     "trial_path",
     "trial_paths",
+    "trial_stats",
 ]
 
 DEFAULT_K = 3  # the k a report shows beside pass@1 (clipped to the number of trials)
@@ -106,6 +107,14 @@ def case_stats(trials: Iterable[Mapping[str, Any]]) -> TrialStats:
     """Of a group's case records: how many ran, how many passed every check."""
     trials = list(trials)
     return TrialStats(n=len(trials), c=sum(1 for case in trials if case["status"] == "passed"))
+
+
+def trial_stats(cases: Iterable[Mapping[str, Any]]) -> dict[str, TrialStats]:
+    """Each group's stats, for a report's trials table; empty when every case ran once (no table then)."""
+    groups = group_cases(cases)
+    if all(len(trials) == 1 for trials in groups.values()):
+        return {}
+    return {group: case_stats(trials) for group, trials in groups.items()}
 
 
 def check_stats(trials: Iterable[Mapping[str, Any]]) -> dict[str, TrialStats]:
