@@ -131,16 +131,27 @@ def record_mode(config: pytest.Config) -> str:
     return mode
 
 
+_CASSETTES_FOLDER_KEY = pytest.StashKey[Path]()
+
+
+def _cassettes_folder(config: pytest.Config) -> Path:
+    """Where default cassette paths live: the option, the ini, else the project's `cassettes` (once a session)."""
+    folder = config.stash.get(_CASSETTES_FOLDER_KEY, None)
+    if folder is None:
+        chosen = config.getoption("--cassette-dir") or config.getini("cassette_dir")
+        if chosen:
+            folder = Path(chosen) if Path(chosen).is_absolute() else config.rootpath / chosen
+        else:  # the project's cassettes folder: `cassettes` of [tool.loop-harness], as every command reads it
+            from harness.project import load_project
+
+            folder = load_project(config.rootpath).cassettes
+        config.stash[_CASSETTES_FOLDER_KEY] = folder
+    return folder
+
+
 def default_cassette_path(item: pytest.Item) -> Path:
     """<cassettes>/<test module>/<test name>.yaml (parametrized ids made file-safe)."""
-    config = item.config
-    chosen = config.getoption("--cassette-dir") or config.getini("cassette_dir")
-    if chosen:
-        folder = Path(chosen) if Path(chosen).is_absolute() else config.rootpath / chosen
-    else:  # the project's cassettes folder: `cassettes` of [tool.loop-harness], as every command reads it
-        from harness.project import load_project
-
-        folder = load_project(config.rootpath).cassettes
+    folder = _cassettes_folder(item.config)
     module = Path(str(item.path)).stem
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", item.name).strip("-")
     return folder / module / f"{name}.yaml"

@@ -35,7 +35,6 @@ from urllib.parse import urlsplit
 import anthropic
 import httpx2
 from anthropic._base_client import BaseClient
-from vcr.stubs.httpx_stubs import vcr_handle_async_request, vcr_handle_request
 
 from harness.cassette.drift import Change, Drift, classify_request
 from harness.cassette.fork import ForkReport, fork_provenance, spend_of
@@ -71,6 +70,7 @@ from harness.cassette.redact import (
 )
 from harness.cassette.sequence import Drift as ToolResultDrift
 from harness.cassette.sequence import SequenceMatcher
+from harness.cassette.shared_tls import shared_tls_contexts
 from harness.cassette.wire import body_bytes, store_body, stored_content_type
 from harness.errors import CassetteError, HarnessError
 from harness.fingerprint import run_fingerprints
@@ -706,6 +706,8 @@ def _sync_handler(real: Callable[..., httpx2.Response]) -> Callable[..., httpx2.
         if cassette.spans is not None:
             cassette.spans.sending()
         try:
+            from vcr.stubs.httpx_stubs import vcr_handle_request  # recording only: vcrpy costs replay 0.35 s
+
             return vcr_handle_request(_VcrCapture(cassette), real, httpx2)(transport, request)
         except httpx2.TransportError as err:
             cassette.record_failure(request, raw_body, err)
@@ -727,6 +729,8 @@ def _async_handler(real: Callable[..., Any]) -> Callable[..., Any]:
         if cassette.spans is not None:
             cassette.spans.sending()
         try:
+            from vcr.stubs.httpx_stubs import vcr_handle_async_request  # recording only (see above)
+
             return await vcr_handle_async_request(_VcrCapture(cassette), real, httpx2)(transport, request)
         except httpx2.TransportError as err:
             cassette.record_failure(request, raw_body, err)
@@ -829,6 +833,7 @@ class use_cassette:  # a class, so one object is both the context manager and th
             patches = contextlib.ExitStack()
             if cassette.write_protected:  # a replay: a client made inside needs no key (CI has none)
                 patches.enter_context(placeholder_credential())
+                patches.enter_context(shared_tls_contexts())  # ...nor a CA bundle load of its own
             patches.enter_context(cassette.installed())
         except BaseException:
             if lock is not None:
