@@ -308,3 +308,33 @@ def test_recording_verifies(tls_loads, anthropic_client):
     ask(FakeMessagesAPI().client(), "hi")
 ''')
     project.runpytest("--record-mode=once", "test_tls_rec.py").assert_outcomes(passed=1)
+
+
+def test_a_client_the_test_builds_itself_loads_the_ca_bundle_once_per_session(project: pytest.Pytester) -> None:
+    record(project, "hello")
+    project.makeconftest(TLS_COUNTER)
+    project.makepyfile(test_own=ASK + '''
+import anthropic
+import ssl
+from conftest import tls_of
+
+SEEN = []
+
+@pytest.mark.parametrize("n", range(3))
+@pytest.mark.cassette(path="cassettes/test_rec/test_it.yaml")
+def test_own_client(tls_loads, n):
+    client = anthropic.Anthropic()  # the SDK's own client: its TLS context is shared during the replay
+    assert ask(client, "hello") == "echo: hello"
+    context = tls_of(client)
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert context.cert_store_stats()["x509_ca"] > 0, "the same verifying context the SDK builds"
+    SEEN.append((context, list(tls_loads)))
+
+def test_shared_only_during_the_replay():
+    contexts = {id(context) for context, _ in SEEN}
+    assert len(SEEN) == 3 and len(contexts) == 1
+    assert [loads for _, loads in SEEN][1:] == [[], []], "later clients load no CA bundle"
+    outside = anthropic.Anthropic(api_key="sk-outside")
+    assert tls_of(outside) is not SEEN[0][0], "outside a replay a client builds its own"
+''')
+    project.runpytest("-p", "no:randomly", "test_own.py").assert_outcomes(passed=4)
