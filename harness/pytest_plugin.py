@@ -30,9 +30,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harness.cassette.modes import MODES, PLACEHOLDER_API_KEY
+from harness.pytest_shared import is_shared, note_played
 
-# --drift-report and the fork summary live in their own module, registered with this one.
-pytest_plugins = ("harness.pytest_drift",)
+# --drift-report and the fork summary, and the check of cassettes shared by several tests, live in their
+# own modules, registered with this one.
+pytest_plugins = ("harness.pytest_drift", "harness.pytest_shared")
 
 if TYPE_CHECKING:
     from harness.cassette.recorder import Cassette
@@ -155,6 +157,16 @@ def default_cassette_path(item: pytest.Item) -> Path:
     module = Path(str(item.path)).stem
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", item.name).strip("-")
     return folder / module / f"{name}.yaml"
+
+
+def marked_cassette_path(item: pytest.Item) -> Path | None:
+    """The absolute path of the cassette a test's marker names (its default path when it names none), or None."""
+    marker = item.get_closest_marker("cassette")
+    if marker is None:
+        return None
+    path = marker.kwargs.get("path") or (marker.args[0] if marker.args else None)
+    cassette_path = Path(path) if path else default_cassette_path(item)
+    return cassette_path if cassette_path.is_absolute() else item.config.rootpath / cassette_path
 
 
 # -- the network block -----------------------------------------------------------------------------------
@@ -429,7 +441,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     failure = None if item.config.getoption("--drift-report", None) else _miss_failure(item, active, None)
     if failure is not None:
         raise failure
-    if active is not None and active.write_protected and not getattr(active, "allow_unused", False):
+    if active is not None and active.write_protected and not getattr(active, "allow_unused", False) and not (
+            is_shared(item, active.path)):  # several tests play it: checked once, at the end (pytest_shared)
         unplayed = active.unplayed
         if unplayed:
             numbers = ", ".join(f"#{p + 1}" for p in unplayed[:10])
@@ -467,6 +480,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     if report.when == "call" and report.failed:
         item.stash[_FAILED_KEY] = True
+    active = item.stash.get(_CASSETTE_KEY, None)
+    if report.when == "call" and active is not None:
+        note_played(item, active, passed=report.passed)
     return report
 
 

@@ -338,3 +338,54 @@ def test_shared_only_during_the_replay():
     assert tls_of(outside) is not SEEN[0][0], "outside a replay a client builds its own"
 ''')
     project.runpytest("-p", "no:randomly", "test_own.py").assert_outcomes(passed=4)
+
+
+SHARED = ASK + '''
+@pytest.mark.cassette(path="cassettes/shared.yaml")
+def test_first():
+    assert ask(FakeMessagesAPI().client(), "first") == "echo: first"
+
+@pytest.mark.cassette(path="cassettes/shared.yaml")
+def test_second():
+    assert ask(FakeMessagesAPI().client(), "second") == "echo: second"
+'''
+
+
+def _record_shared(project: pytest.Pytester, *extra: str) -> Path:
+    """A cassette two tests share, recorded by both (plus `extra` requests, which no test makes later)."""
+    body = "".join(f"\n@pytest.mark.cassette(path='cassettes/shared.yaml')\ndef test_extra_{n}():\n"
+                   f"    ask(FakeMessagesAPI().client(), {text!r})\n" for n, text in enumerate(extra))
+    project.makepyfile(test_shared=SHARED + body)
+    project.runpytest("--record-mode=new_episodes", "test_shared.py").assert_outcomes(passed=2 + len(extra))
+    project.makepyfile(test_shared=SHARED)
+    return project.path / "cassettes" / "shared.yaml"
+
+
+def test_a_cassette_shared_by_two_tests_is_checked_once_for_the_session(project: pytest.Pytester) -> None:
+    assert len(load_cassette(_record_shared(project)).interactions) == 2
+    result = project.runpytest("test_shared.py")  # each test plays its half: neither half is stale
+    result.assert_outcomes(passed=2)
+    result = project.runpytest("test_shared.py", "-k", "first")  # the other test's half is not judged
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.OK
+    assert "not checked for never-played interactions" in result.stdout.str()
+
+
+def test_a_stale_interaction_of_a_shared_cassette_fails_the_session(project: pytest.Pytester) -> None:
+    _record_shared(project, "gone")
+    result = project.runpytest("test_shared.py")
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "1 recorded interaction was never played (#3) by the 2 tests" in result.stdout.str()
+
+
+def test_under_xdist_the_played_interactions_of_every_worker_count(project: pytest.Pytester) -> None:
+    _record_shared(project)
+    result = project.runpytest_subprocess("-n", "2", "-p", "xdist", "test_shared.py")
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    _record_shared(project, "gone")
+    result = project.runpytest_subprocess("-n", "2", "-p", "xdist", "test_shared.py")
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "was never played (#3)" in result.stdout.str()
