@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harness.cassette.modes import MODES, PLACEHOLDER_API_KEY
-from harness.pytest_shared import is_shared, note_played
 
 # --drift-report and the fork summary, and the check of cassettes shared by several tests, live in their
 # own modules, registered with this one.
@@ -441,6 +440,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     failure = None if item.config.getoption("--drift-report", None) else _miss_failure(item, active, None)
     if failure is not None:
         raise failure
+    from harness.pytest_shared import is_shared  # registered by pytest_plugins: imported there first
+
     if active is not None and active.write_protected and not getattr(active, "allow_unused", False) and not (
             is_shared(item, active.path)):  # several tests play it: checked once, at the end (pytest_shared)
         unplayed = active.unplayed
@@ -482,6 +483,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         item.stash[_FAILED_KEY] = True
     active = item.stash.get(_CASSETTE_KEY, None)
     if report.when == "call" and active is not None:
+        from harness.pytest_shared import note_played
+
         note_played(item, active, passed=report.passed)
     return report
 

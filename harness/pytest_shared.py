@@ -46,7 +46,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for path, nodeids in users.items():
         if len(nodeids) > 1:
             notes[path] = {"users": sorted(nodeids), "selected": [], "passed": [], "played": [], "count": 0,
-                           "allow_unused": False, "replayed": False}
+                           "allowing": [], "replayed": False}
     return (yield)
 
 
@@ -72,7 +72,8 @@ def note_played(item: pytest.Item, active: Any, passed: bool) -> None:
         return
     note["played"] = sorted({*note["played"], *(p for p, count in enumerate(counts) if count)})
     note["count"] = max(note["count"], len(counts))
-    note["allow_unused"] = note["allow_unused"] or bool(getattr(active, "allow_unused", False))
+    if getattr(active, "allow_unused", False):
+        note["allowing"].append(item.nodeid)
     note["replayed"] = note["replayed"] or bool(active.write_protected)
     if passed:
         note["passed"].append(item.nodeid)
@@ -81,11 +82,10 @@ def note_played(item: pytest.Item, active: Any, passed: bool) -> None:
 def _merge(into: dict[str, dict[str, Any]], notes: dict[str, dict[str, Any]]) -> None:
     for path, note in notes.items():
         have = into.setdefault(path, {"users": note["users"], "selected": [], "passed": [], "played": [],
-                                      "count": 0, "allow_unused": False, "replayed": False})
-        for key in ("selected", "passed", "played"):
+                                      "count": 0, "allowing": [], "replayed": False})
+        for key in ("selected", "passed", "played", "allowing"):
             have[key] = sorted({*have[key], *note[key]})
         have["count"] = max(have["count"], note["count"])
-        have["allow_unused"] = have["allow_unused"] or note["allow_unused"]
         have["replayed"] = have["replayed"] or note["replayed"]
 
 
@@ -104,8 +104,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     failures, unchecked = [], 0
     for path, note in sorted(notes.items()):
-        if not note["replayed"] or note["allow_unused"]:
-            continue
+        if not note["replayed"] or set(note["allowing"]) == set(note["users"]):
+            continue  # recorded in this session, or every test that uses it allows recordings it does not play
         if set(note["passed"]) != set(note["users"]):
             unchecked += 1
             continue

@@ -100,8 +100,24 @@ def test_allowed(anthropic_client):
     ask(anthropic_client, "one")
 ''')
     result = project.runpytest()
-    result.assert_outcomes(passed=1, failed=1)
+    # Two tests name the cassette: it is judged once, after both, from what either played.
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert "1 recorded interaction was never played (#2)" in result.stdout.str()
+    project.makepyfile(test_stale=ASK + '''
+@pytest.mark.cassette(path="cassettes/test_rec/test_it.yaml")
+def test_stale(anthropic_client):
+    ask(anthropic_client, "one")
+''')
+    result = project.runpytest()  # its only test: judged right after it
+    result.assert_outcomes(failed=1)
+    assert "1 recorded interaction was never played (#2)" in result.stdout.str()
+    project.makepyfile(test_stale=ASK + '''
+@pytest.mark.cassette(path="cassettes/test_rec/test_it.yaml", allow_unused=True)
+def test_allowed(anthropic_client):
+    ask(anthropic_client, "one")
+''')
+    project.runpytest().assert_outcomes(passed=1)
 
 
 def test_network_is_blocked_in_mode_none_except_loopback(project: pytest.Pytester) -> None:

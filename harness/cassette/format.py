@@ -518,7 +518,7 @@ class _ParseCache:
             # Not fsynced: an entry is disposable, and one cut short by a crash fails its key check and is
             # written again. The folder is counted (and pruned) on this process's first write and whenever
             # what it wrote since would pass the limit, not on every write: a suite writes hundreds.
-            atomic_write_text(self._entry(key), text, durable=False)
+            atomic_write_bytes(self._entry(key), text.encode("utf-8"), durable=False)
             counted = _cache_sizes.get(self.folder)
             if counted is None or counted + len(text) > CACHE_MAX_BYTES:
                 _cache_sizes[self.folder] = self._prune()
@@ -595,14 +595,13 @@ def _file_mode(path: Path) -> int:
         return 0o666 & ~_umask()
 
 
-def atomic_write_text(path: str | Path, text: str, *, durable: bool = True) -> None:
-    """Write via a temp file in the same folder, fsync, rename: a reader sees the old file or the new one.
-    `durable=False` leaves the fsyncs out, for files that may be lost in a crash (a cache)."""
-    atomic_write_bytes(path, text.encode("utf-8"), durable=durable)
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write via a temp file in the same folder, fsync, rename: a reader sees the old file or the new one."""
+    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def atomic_write_bytes(path: str | Path, data: bytes, *, durable: bool = True) -> None:
-    """`atomic_write_text` for bytes."""
+    """`atomic_write_text` for bytes. `durable=False` leaves the fsyncs out, for files a crash may lose (a cache)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = _file_mode(path)
