@@ -10,6 +10,8 @@ Its cassette is recorded once, in a temporary directory, by the plugin against `
 - floor: a fixture builds the SDK client over `httpx2.MockTransport`, which answers the test's requests in
   order from a dict of the recorded responses (no recorder, no cassette file read per test);
 - plugin: `@pytest.mark.cassette` and the `anthropic_client` fixture, record mode none;
+- own client: `@pytest.mark.cassette`, the test building its own `anthropic.Anthropic()` (what a user who does
+  not use the fixture pays; in a replay the SDK's TLS context is shared, so the CA bundle loads once);
 - pytest-recording: `@pytest.mark.vcr` with vcrpy cassettes of the same interactions, and a client built per
   test the way its users build one (`anthropic.Anthropic()`: the SDK's own httpx2 client, CA bundle loaded);
 - empty: one trivial test, so that the per-test figures leave pytest's own start-up out.
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -95,11 +98,23 @@ VCR_CONFTEST = textwrap.dedent('''
         built.close()
 ''')
 
-VARIANTS = ("empty", "floor", "plugin", "pytest-recording")
+OWN_CLIENT_CONFTEST = textwrap.dedent('''
+    import anthropic
+    import pytest
+
+    @pytest.fixture
+    def client():
+        built = anthropic.Anthropic()  # the user's own client, built inside the test's replay
+        yield built
+        built.close()
+''')
+
+VARIANTS = ("empty", "floor", "plugin", "own client", "pytest-recording")
 # Each variant runs with only the plugin it measures: the floor and the empty session with neither.
 PLUGIN_FLAGS = {"empty": ["-p", "no:loop_harness", "-p", "no:recording"],
                 "floor": ["-p", "no:loop_harness", "-p", "no:recording"],
                 "plugin": ["-p", "no:recording"],
+                "own client": ["-p", "no:recording"],
                 "pytest-recording": ["-p", "no:loop_harness"]}
 
 
@@ -132,7 +147,7 @@ def _pytest(folder: Path, variant: str, *extra: str, env: dict[str, str] | None 
 
 
 def build(root: Path, count: int) -> dict[str, Path]:
-    """The four projects; the plugin's cassettes recorded against the simulator, the others made from them."""
+    """The five projects; the plugin's cassettes recorded against the simulator, the others made from them."""
     from harness.sim import Simulator
 
     plugin = _project(root / "plugin", _tests(count, "cassette", "anthropic_client"))
@@ -151,10 +166,12 @@ def build(root: Path, count: int) -> dict[str, Path]:
              body_bytes(i["response"]).decode("utf-8")) for i in interactions]
         write_vcrpy_cassette(vcr / "cassettes" / "test_suite" / f"test_{number}.yaml",
                              [{**i, "request": {**i["request"], "path": "/v1/messages"}} for i in interactions])
+    own = _project(root / "own-client", _tests(count, "cassette", "client"), OWN_CLIENT_CONFTEST)
+    shutil.copytree(plugin / "cassettes", own / "cassettes")
     floor = _project(root / "floor", _tests(count, None, "client"), FLOOR_CONFTEST)
     (floor / "answers.json").write_text(json.dumps(answers), encoding="utf-8")
     empty = _project(root / "empty", "def test_nothing():\n    pass\n")
-    return {"empty": empty, "floor": floor, "plugin": plugin, "pytest-recording": vcr}
+    return {"empty": empty, "floor": floor, "plugin": plugin, "own client": own, "pytest-recording": vcr}
 
 
 def measure(projects: dict[str, Path], repeat: int) -> dict[str, float]:
@@ -177,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     per_test = {v: (best[v] - best["empty"]) / args.tests * 1000 for v in VARIANTS if v != "empty"}
     print(f"{args.tests} tests, two requests each; best of {args.repeat} whole pytest processes")
     print(f"  empty session      {best['empty']:6.2f} s")
-    for variant in ("floor", "plugin", "pytest-recording"):
+    for variant in ("floor", "plugin", "own client", "pytest-recording"):
         ratio = best[variant] / best["floor"]
         print(f"  {variant:<18} {best[variant]:6.2f} s  {ratio:4.2f}x the floor  "
               f"{per_test[variant]:5.1f} ms per test beyond an empty session")

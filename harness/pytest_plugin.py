@@ -31,8 +31,9 @@ import pytest
 
 from harness.cassette.modes import MODES, PLACEHOLDER_API_KEY
 
-# --drift-report and the fork summary live in their own module, registered with this one.
-pytest_plugins = ("harness.pytest_drift",)
+# --drift-report and the fork summary, and the check of cassettes shared by several tests, live in their
+# own modules, registered with this one.
+pytest_plugins = ("harness.pytest_drift", "harness.pytest_shared")
 
 if TYPE_CHECKING:
     from harness.cassette.recorder import Cassette
@@ -131,19 +132,40 @@ def record_mode(config: pytest.Config) -> str:
     return mode
 
 
+_CASSETTES_FOLDER_KEY = pytest.StashKey[Path]()
+
+
+def _cassettes_folder(config: pytest.Config) -> Path:
+    """Where default cassette paths live: the option, the ini, else the project's `cassettes` (once a session)."""
+    folder = config.stash.get(_CASSETTES_FOLDER_KEY, None)
+    if folder is None:
+        chosen = config.getoption("--cassette-dir") or config.getini("cassette_dir")
+        if chosen:
+            folder = Path(chosen) if Path(chosen).is_absolute() else config.rootpath / chosen
+        else:  # the project's cassettes folder: `cassettes` of [tool.loop-harness], as every command reads it
+            from harness.project import load_project
+
+            folder = load_project(config.rootpath).cassettes
+        config.stash[_CASSETTES_FOLDER_KEY] = folder
+    return folder
+
+
 def default_cassette_path(item: pytest.Item) -> Path:
     """<cassettes>/<test module>/<test name>.yaml (parametrized ids made file-safe)."""
-    config = item.config
-    chosen = config.getoption("--cassette-dir") or config.getini("cassette_dir")
-    if chosen:
-        folder = Path(chosen) if Path(chosen).is_absolute() else config.rootpath / chosen
-    else:  # the project's cassettes folder: `cassettes` of [tool.loop-harness], as every command reads it
-        from harness.project import load_project
-
-        folder = load_project(config.rootpath).cassettes
+    folder = _cassettes_folder(item.config)
     module = Path(str(item.path)).stem
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", item.name).strip("-")
     return folder / module / f"{name}.yaml"
+
+
+def marked_cassette_path(item: pytest.Item) -> Path | None:
+    """The absolute path of the cassette a test's marker names (its default path when it names none), or None."""
+    marker = item.get_closest_marker("cassette")
+    if marker is None:
+        return None
+    path = marker.kwargs.get("path") or (marker.args[0] if marker.args else None)
+    cassette_path = Path(path) if path else default_cassette_path(item)
+    return cassette_path if cassette_path.is_absolute() else item.config.rootpath / cassette_path
 
 
 # -- the network block -----------------------------------------------------------------------------------
@@ -418,7 +440,10 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     failure = None if item.config.getoption("--drift-report", None) else _miss_failure(item, active, None)
     if failure is not None:
         raise failure
-    if active is not None and active.write_protected and not getattr(active, "allow_unused", False):
+    from harness.pytest_shared import is_shared  # registered by pytest_plugins: imported there first
+
+    if active is not None and active.write_protected and not getattr(active, "allow_unused", False) and not (
+            is_shared(item, active.path)):  # several tests play it: checked once, at the end (pytest_shared)
         unplayed = active.unplayed
         if unplayed:
             numbers = ", ".join(f"#{p + 1}" for p in unplayed[:10])
@@ -456,6 +481,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     if report.when == "call" and report.failed:
         item.stash[_FAILED_KEY] = True
+    active = item.stash.get(_CASSETTE_KEY, None)
+    if report.when == "call" and active is not None:
+        from harness.pytest_shared import note_played
+
+        note_played(item, active, passed=report.passed)
     return report
 
 

@@ -214,6 +214,26 @@ def test_the_quick_check_never_accepts_what_jsonschema_rejects() -> None:
     assert quick_rejected >= len(variants) - 3, "most variants are schema errors the quick check must see"
 
 
+def test_the_quick_check_of_the_provenance_block_never_accepts_what_jsonschema_rejects() -> None:
+    meta = {"format_version": 1, "source": "simulator", "recorded_at": None, "endpoint": "127.0.0.1",
+            "sdk_version": "anthropic-python 2.14.0", "fingerprints": {"model": "sha256:ab", "system": None},
+            "imported_from": {"path": "a.yaml", "format": "vcrpy"}, "note": "n", "simulator_model": "sim-auto"}
+    assert cassette_format._plain_harness(meta), "a plain provenance block takes the quick path"
+    schema_validator = cassette_format._validator()
+    edits = [("format_version", 2), ("format_version", True), ("format_version", 1.0), ("source", "claude"),
+             ("source", None), ("recorded_at", 5), ("endpoint", ["h"]), ("sdk_version", 2.1), ("note", None),
+             ("fingerprints", {"model": 1}), ("fingerprints", []), ("imported_from", {"path": 3}),
+             ("imported_from", "a.yaml")]
+    for key, value in edits:
+        variant = {**meta, key: value}
+        if cassette_format._plain_harness(variant):  # stricter than the schema where simpler (1.0 is not 1 here)
+            assert schema_validator.is_valid({"harness": variant, "interactions": []}), (key, value)
+        assert not cassette_format._plain_harness(variant), f"{key}={value!r} is left to jsonschema"
+    for missing in ("format_version", "source"):
+        variant = {k: v for k, v in meta.items() if k != missing}
+        assert not cassette_format._plain_harness(variant)
+
+
 def test_errors_still_come_from_jsonschema_with_their_json_path(tmp_path: Path) -> None:
     data = CassetteFile(meta={"format_version": 1, "source": "simulator"}, interactions=agent_interactions(3))
     data.interactions[2]["response"]["status"] = "ok"

@@ -100,8 +100,24 @@ def test_allowed(anthropic_client):
     ask(anthropic_client, "one")
 ''')
     result = project.runpytest()
-    result.assert_outcomes(passed=1, failed=1)
+    # Two tests name the cassette: it is judged once, after both, from what either played.
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert "1 recorded interaction was never played (#2)" in result.stdout.str()
+    project.makepyfile(test_stale=ASK + '''
+@pytest.mark.cassette(path="cassettes/test_rec/test_it.yaml")
+def test_stale(anthropic_client):
+    ask(anthropic_client, "one")
+''')
+    result = project.runpytest()  # its only test: judged right after it
+    result.assert_outcomes(failed=1)
+    assert "1 recorded interaction was never played (#2)" in result.stdout.str()
+    project.makepyfile(test_stale=ASK + '''
+@pytest.mark.cassette(path="cassettes/test_rec/test_it.yaml", allow_unused=True)
+def test_allowed(anthropic_client):
+    ask(anthropic_client, "one")
+''')
+    project.runpytest().assert_outcomes(passed=1)
 
 
 def test_network_is_blocked_in_mode_none_except_loopback(project: pytest.Pytester) -> None:
@@ -331,3 +347,84 @@ def test_recording_verifies(tls_loads, anthropic_client):
     ask(FakeMessagesAPI().client(), "hi")
 ''')
     project.runpytest("--record-mode=once", "test_tls_rec.py").assert_outcomes(passed=1)
+
+
+def test_a_client_the_test_builds_itself_loads_the_ca_bundle_once_per_session(project: pytest.Pytester) -> None:
+    record(project, "hello")
+    project.makeconftest(TLS_COUNTER)
+    project.makepyfile(test_own=ASK + '''
+import anthropic
+import ssl
+from conftest import tls_of
+
+SEEN = []
+
+@pytest.mark.parametrize("n", range(3))
+@pytest.mark.cassette(path="cassettes/test_rec/test_it.yaml")
+def test_own_client(tls_loads, n):
+    client = anthropic.Anthropic()  # the SDK's own client: its TLS context is shared during the replay
+    assert ask(client, "hello") == "echo: hello"
+    context = tls_of(client)
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert context.cert_store_stats()["x509_ca"] > 0, "the same verifying context the SDK builds"
+    SEEN.append((context, list(tls_loads)))
+
+def test_shared_only_during_the_replay():
+    contexts = {id(context) for context, _ in SEEN}
+    assert len(SEEN) == 3 and len(contexts) == 1
+    assert [loads for _, loads in SEEN][1:] == [[], []], "later clients load no CA bundle"
+    outside = anthropic.Anthropic(api_key="sk-outside")
+    assert tls_of(outside) is not SEEN[0][0], "outside a replay a client builds its own"
+''')
+    project.runpytest("-p", "no:randomly", "test_own.py").assert_outcomes(passed=4)
+
+
+SHARED = ASK + '''
+@pytest.mark.cassette(path="cassettes/shared.yaml")
+def test_first():
+    assert ask(FakeMessagesAPI().client(), "first") == "echo: first"
+
+@pytest.mark.cassette(path="cassettes/shared.yaml")
+def test_second():
+    assert ask(FakeMessagesAPI().client(), "second") == "echo: second"
+'''
+
+
+def _record_shared(project: pytest.Pytester, *extra: str) -> Path:
+    """A cassette two tests share, recorded by both (plus `extra` requests, which no test makes later)."""
+    body = "".join(f"\n@pytest.mark.cassette(path='cassettes/shared.yaml')\ndef test_extra_{n}():\n"
+                   f"    ask(FakeMessagesAPI().client(), {text!r})\n" for n, text in enumerate(extra))
+    project.makepyfile(test_shared=SHARED + body)
+    project.runpytest("--record-mode=new_episodes", "test_shared.py").assert_outcomes(passed=2 + len(extra))
+    project.makepyfile(test_shared=SHARED)
+    return project.path / "cassettes" / "shared.yaml"
+
+
+def test_a_cassette_shared_by_two_tests_is_checked_once_for_the_session(project: pytest.Pytester) -> None:
+    assert len(load_cassette(_record_shared(project)).interactions) == 2
+    result = project.runpytest("test_shared.py")  # each test plays its half: neither half is stale
+    result.assert_outcomes(passed=2)
+    result = project.runpytest("test_shared.py", "-k", "first")  # the other test's half is not judged
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.OK
+    assert "not checked for never-played interactions" in result.stdout.str()
+
+
+def test_a_stale_interaction_of_a_shared_cassette_fails_the_session(project: pytest.Pytester) -> None:
+    _record_shared(project, "gone")
+    result = project.runpytest("test_shared.py")
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "1 recorded interaction was never played (#3) by the 2 tests" in result.stdout.str()
+
+
+def test_under_xdist_the_played_interactions_of_every_worker_count(project: pytest.Pytester) -> None:
+    _record_shared(project)
+    result = project.runpytest_subprocess("-n", "2", "-p", "xdist", "test_shared.py")
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    _record_shared(project, "gone")
+    result = project.runpytest_subprocess("-n", "2", "-p", "xdist", "test_shared.py")
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "was never played (#3)" in result.stdout.str()

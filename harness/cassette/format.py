@@ -6,10 +6,11 @@ loader when present: no tag can construct a Python object, and it is several tim
 pure-Python loader (replay speed is the product's speed).
 
 Even libyaml builds every node in Python, so a large cassette (thousands of agent steps, tens of MB)
-parses some 20 times slower than the same data as JSON. Loading therefore goes through a parse cache:
-the parsed data of a large file, as JSON, under a name that is the hash of the file's bytes (see
-`_ParseCache`). The file is read and hashed on every load and stays the only source of truth; what
-comes out of the cache is validated exactly like what comes out of the parser.
+parses some 20 times slower than the same data as JSON, and a small one costs milliseconds a CI suite
+pays per test. Loading therefore goes through a parse cache: the parsed data of each file, as JSON,
+under a name that is the hash of the file's bytes (see `_ParseCache`). The file is read and hashed on
+every load and stays the only source of truth; what comes out of the cache is validated exactly like
+what comes out of the parser.
 """
 
 from __future__ import annotations
@@ -28,13 +29,15 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-import jsonschema
 import yaml
 
 from harness.cassette.multipart import check_part_files, externalize_large_parts
 from harness.errors import CassetteError, absolute
+
+if TYPE_CHECKING:
+    import jsonschema
 
 FORMAT_VERSION = 1
 MAX_CASSETTE_BYTES = 64 * 1024 * 1024  # a cassette is text a person reviews; anything larger is refused
@@ -64,6 +67,8 @@ def cassette_schema() -> dict[str, Any]:
 
 @cache
 def _validator() -> jsonschema.protocols.Validator:
+    import jsonschema  # here: a replay whose cassettes take the quick check never pays for importing it
+
     schema = cassette_schema()
     cls = jsonschema.validators.validator_for(schema)
     return cls(schema)
@@ -97,7 +102,9 @@ def validate(data: Any, *, file: str | Path | None = None) -> None:
         )
     if _schema_is_v1() and _plainly_valid_v1(data):
         return
-    error = jsonschema.exceptions.best_match(_validator().iter_errors(data))
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_validator().iter_errors(data))
     if error is not None:
         raise CassetteError(error.message, file=file, where=json_path(error.absolute_path))
 
@@ -135,10 +142,39 @@ def _plainly_valid_v1(data: dict[str, Any]) -> bool:
     interactions = data.get("interactions")
     if data.keys() != {"harness", "interactions"} or type(interactions) is not list:
         return False
-    # The provenance block is small and open-ended: jsonschema checks it on its own, in microseconds.
-    if not _validator().is_valid({"harness": data["harness"], "interactions": []}):
+    # The provenance block is open-ended: what plainly follows its rules passes here; anything else (a
+    # `matching:` block, an odd value) is checked by jsonschema on its own, which takes a fraction of a millisecond.
+    if not _plain_harness(data["harness"]) and not _validator().is_valid({"harness": data["harness"],
+                                                                           "interactions": []}):
         return False
     return all(_plain_interaction(interaction) for interaction in interactions)
+
+
+_SOURCES = frozenset({"live", "simulator", "imported"})
+_TEXT_OR_NULL = ("recorded_at", "endpoint", "sdk_version")
+
+
+def _text_or_null(value: Any) -> bool:
+    return value is None or type(value) is str
+
+
+def _plain_harness(block: Any) -> bool:
+    if type(block) is not dict or "matching" in block or not all(type(key) is str for key in block):
+        return False
+    version, source = block.get("format_version"), block.get("source")
+    if type(version) is not int or version != 1 or type(source) is not str or source not in _SOURCES:
+        return False
+    if not all(_text_or_null(block[key]) for key in _TEXT_OR_NULL if key in block):
+        return False
+    if type(block.get("note", "")) is not str:
+        return False
+    fingerprints = block.get("fingerprints", {})
+    if type(fingerprints) is not dict or not all(
+            type(name) is str and _text_or_null(value) for name, value in fingerprints.items()):
+        return False
+    imported_from = block.get("imported_from", {})
+    return type(imported_from) is dict and all(
+        type(imported_from[key]) is str for key in ("path", "format") if key in imported_from)
 
 
 def _is_number(value: Any, minimum: float) -> bool:
@@ -357,8 +393,7 @@ def symlink_escape(written: Path, root: Path | None = None) -> Path | None:
     """
     absolute = Path(os.path.normpath(written.absolute()))
     if root is None:
-        root = next((folder for folder in absolute.parents
-                     if any((folder / marker).exists() for marker in PROJECT_MARKERS)), None)
+        root = _nearest_marked_folder(str(absolute.parent))
         if root is None:
             return None
     root = Path(os.path.normpath(root.absolute()))
@@ -366,6 +401,17 @@ def symlink_escape(written: Path, root: Path | None = None) -> Path | None:
         return None
     resolved = absolute.resolve()
     return None if resolved.is_relative_to(root.resolve()) else resolved
+
+
+def _nearest_marked_folder(folder: str) -> Path | None:
+    """`folder` or the nearest folder above it with a project marker (os.path: every load of every cassette asks)."""
+    while True:
+        if any(os.path.exists(os.path.join(folder, marker)) for marker in PROJECT_MARKERS):
+            return Path(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
 
 
 def refuse_symlink_escape(path: Path) -> None:
@@ -400,9 +446,13 @@ def load_cassette(path: str | Path) -> CassetteFile:
 # The parse cache
 
 CACHE_ENV = "LOOP_HARNESS_CACHE_DIR"  # a folder; set it empty to turn the cache off
-CACHE_MIN_BYTES = 256 * 1024  # smaller files parse in tens of milliseconds: not worth a disk entry
+# Every file: even a two-request cassette of 5 KB takes libyaml 2 ms to build, the cache 0.1 ms (hash, read,
+# json.loads), and a CI suite loads hundreds of them per run (bench/suite.py).
+CACHE_MIN_BYTES = 0
 CACHE_MAX_BYTES = 512 * 1024 * 1024  # past this the least recently used entries are deleted
 _CACHE_FORMAT = 1
+_TOUCH_AFTER_SECONDS = 3600  # a hit marks its entry recently used at most this often (one syscall saved per load)
+_cache_sizes: dict[Path, int] = {}  # bytes in each cache folder, as last counted plus what this process wrote since
 
 
 class _ParseCache:
@@ -441,15 +491,18 @@ class _ParseCache:
     def get(self, key: str) -> dict[str, Any] | None:
         entry = self._entry(key)
         try:
-            raw = entry.read_bytes()
+            with entry.open("rb") as handle:
+                modified = os.fstat(handle.fileno()).st_mtime
+                raw = handle.read()
             with _collector_paused():
                 stored = json.loads(raw)
         except (OSError, ValueError, RecursionError):
             return None
         if not (isinstance(stored, dict) and stored.get("key") == key and isinstance(stored.get("data"), dict)):
             return None
-        with contextlib.suppress(OSError):
-            os.utime(entry)  # recently used: pruned last
+        if modified < time.time() - _TOUCH_AFTER_SECONDS:
+            with contextlib.suppress(OSError):
+                os.utime(entry)  # recently used: pruned last
         return stored["data"]
 
     def put(self, key: str, data: dict[str, Any]) -> None:
@@ -462,10 +515,18 @@ class _ParseCache:
         if not same:  # e.g. an integer mapping key, which JSON turns into a string
             return
         with contextlib.suppress(OSError):
-            atomic_write_text(self._entry(key), text)
-            self._prune()
+            # Not fsynced: an entry is disposable, and one cut short by a crash fails its key check and is
+            # written again. The folder is counted (and pruned) on this process's first write and whenever
+            # what it wrote since would pass the limit, not on every write: a suite writes hundreds.
+            atomic_write_bytes(self._entry(key), text.encode("utf-8"), durable=False)
+            counted = _cache_sizes.get(self.folder)
+            if counted is None or counted + len(text) > CACHE_MAX_BYTES:
+                _cache_sizes[self.folder] = self._prune()
+            else:
+                _cache_sizes[self.folder] = counted + len(text)
 
-    def _prune(self) -> None:
+    def _prune(self) -> int:
+        """Delete stale temp files and the least recently used entries past the limit; the bytes left."""
         stale = time.time() - 3600
         for leftover in self.folder.glob(".*.tmp"):  # a writer killed between write and rename
             with contextlib.suppress(OSError):
@@ -483,6 +544,7 @@ class _ParseCache:
             with contextlib.suppress(OSError):
                 entry.unlink()
             total -= size
+        return total
 
 
 class _Dumper(_SafeDumper):  # type: ignore[misc, valid-type]
@@ -538,14 +600,14 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """`atomic_write_text` for bytes."""
-    with atomic_writer(path) as handle:
+def atomic_write_bytes(path: str | Path, data: bytes, *, durable: bool = True) -> None:
+    """`atomic_write_text` for bytes. `durable=False` leaves the fsyncs out, for files a crash may lose (a cache)."""
+    with atomic_writer(path, durable=durable) as handle:
         handle.write(data)
 
 
 @contextlib.contextmanager
-def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
+def atomic_writer(path: str | Path, *, durable: bool = True) -> Iterator[BinaryIO]:
     """A file to write in pieces (a streamed document) that appears at `path` whole, or not at all."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -556,12 +618,15 @@ def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
         with os.fdopen(fd, "wb") as handle:
             yield handle
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp_name, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
+    if not durable:
+        return
     with contextlib.suppress(OSError):  # make the rename itself durable where the OS allows it
         dir_fd = os.open(path.parent, os.O_RDONLY)
         try:

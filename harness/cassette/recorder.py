@@ -39,6 +39,7 @@ from harness.cassette.modes import MODES, Mode, placeholder_credential
 from harness.cassette.normalize import Normalization
 from harness.cassette.redact import Scrubber
 from harness.cassette.sequence import Drift as ToolResultDrift
+from harness.cassette.shared_tls import shared_tls_contexts
 from harness.cassette.storage import Storage, Turn, recording_turn
 from harness.cassette.transport import REPLAYED_HEADER, AmbiguousCassette
 from harness.cassette.transport import replayed_response as _replayed_response  # noqa: F401  (bench/fuzz.py)
@@ -322,6 +323,7 @@ class use_cassette:  # a class, so one object is both the context manager and th
             routing = contextlib.ExitStack()
             if cassette.write_protected:  # a replay: a client made inside needs no key (CI has none)
                 routing.enter_context(placeholder_credential())
+                routing.enter_context(shared_tls_contexts())  # ...nor a CA bundle load of its own
             routing.enter_context(cassette.installed())
         except BaseException:
             turn.release()
