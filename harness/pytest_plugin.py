@@ -20,7 +20,6 @@ import contextlib
 import importlib.util
 import ipaddress
 import os
-import re
 import socket
 import sys
 from collections.abc import Callable, Iterator
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harness.cassette.modes import MODES, PLACEHOLDER_API_KEY
+from harness.pytest_marker import default_cassette_path
 
 # --drift-report and the fork summary, and the check of cassettes shared by several tests, live in their
 # own modules, registered with this one.
@@ -130,42 +130,6 @@ def record_mode(config: pytest.Config) -> str:
     if mode not in MODES:
         raise pytest.UsageError(f"record_mode = {mode!r} in the config file; use one of {', '.join(MODES)}")
     return mode
-
-
-_CASSETTES_FOLDER_KEY = pytest.StashKey[Path]()
-
-
-def _cassettes_folder(config: pytest.Config) -> Path:
-    """Where default cassette paths live: the option, the ini, else the project's `cassettes` (once a session)."""
-    folder = config.stash.get(_CASSETTES_FOLDER_KEY, None)
-    if folder is None:
-        chosen = config.getoption("--cassette-dir") or config.getini("cassette_dir")
-        if chosen:
-            folder = Path(chosen) if Path(chosen).is_absolute() else config.rootpath / chosen
-        else:  # the project's cassettes folder: `cassettes` of [tool.loop-harness], as every command reads it
-            from harness.project import load_project
-
-            folder = load_project(config.rootpath).cassettes
-        config.stash[_CASSETTES_FOLDER_KEY] = folder
-    return folder
-
-
-def default_cassette_path(item: pytest.Item) -> Path:
-    """<cassettes>/<test module>/<test name>.yaml (parametrized ids made file-safe)."""
-    folder = _cassettes_folder(item.config)
-    module = Path(str(item.path)).stem
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", item.name).strip("-")
-    return folder / module / f"{name}.yaml"
-
-
-def marked_cassette_path(item: pytest.Item) -> Path | None:
-    """The absolute path of the cassette a test's marker names (its default path when it names none), or None."""
-    marker = item.get_closest_marker("cassette")
-    if marker is None:
-        return None
-    path = marker.kwargs.get("path") or (marker.args[0] if marker.args else None)
-    cassette_path = Path(path) if path else default_cassette_path(item)
-    return cassette_path if cassette_path.is_absolute() else item.config.rootpath / cassette_path
 
 
 # -- the network block -----------------------------------------------------------------------------------

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from harness.pytest_marker import marked_cassette_path
+
 _SHARED_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()  # cassette path -> what this process knows of it
 _REPORT_KEY = pytest.StashKey[list[str]]()
 _WORKER_OUTPUT = "loop_harness_shared_cassettes"
@@ -28,8 +30,6 @@ def _notes(config: pytest.Config) -> dict[str, dict[str, Any]]:
 
 
 def _path_of(item: pytest.Item) -> str | None:
-    from harness.pytest_plugin import marked_cassette_path
-
     path = marked_cassette_path(item)
     return str(path) if path is not None else None
 
