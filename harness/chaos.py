@@ -21,11 +21,9 @@ Every retry sleeps zero seconds.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import signal
-import sys
 import threading
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
@@ -40,7 +38,6 @@ from harness.cassette.recorder import Cassette, Lookup
 from harness.cassette.sse import SSE_CONTENT_TYPE, render_sse
 from harness.cassette.wire import body_bytes, replay_headers
 from harness.errors import HarnessError, absolute
-from harness.report._text import counted
 from harness.sim.faults import CHAOS_KINDS, ERROR_STATUSES, KINDS, Fault, cut_body, stream_error
 from harness.sim.faults import normalize_faults as normalize_fault_map
 
@@ -344,51 +341,6 @@ def run_chaos(cassette: str | Path, *, at: int, fault: str, scenario: str | None
     retried = any(faulted.was_retried(struck) for struck in faulted.fired)
     return ChaosRun(item.name, path, recorded, clean.requests_seen, result, faulted.requests_seen, faulted.fired,
                     retried)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("cassette", type=Path, metavar="CASSETTE",
-                        help="the cassette of one of the project's scenarios ([tool.loop-harness.scenarios])")
-    parser.add_argument("--at", type=int, required=True, metavar="N",
-                        help="the request to fail: 0 is the run's first request; retries count")
-    parser.add_argument("--fault", required=True, choices=list(FAULTS),
-                        help="; ".join(f"{kind}: {text}" for kind, text in FAULTS.items()))
-    parser.add_argument("--scenario", metavar="NAME", help="the scenario to run (default: the one whose cassette "
-                        "path this is)")
-    parser.add_argument("--demo", action="store_true", help="the cassette is one of the bundled demo's")
-    parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
-
-
-def run(args: argparse.Namespace) -> int:
-    """Exit 0 when the run ended with a typed outcome (whatever it was), 1 when the agent crashed, 2 on bad input."""
-    if args.at < 0:
-        raise HarnessError(f"--at {args.at}: a request index is 0 or more")
-    try:
-        outcome = run_chaos(args.cassette, at=args.at, fault=args.fault, scenario=args.scenario, demo=args.demo)
-    except HarnessError:
-        raise
-    except Exception as crash:  # what chaos is for: an agent that raises instead of ending its run
-        print(f"harness chaos: the agent crashed under {args.fault} at request {args.at}: "
-              f"{type(crash).__name__}: {crash}", file=sys.stderr)
-        return 1
-    if args.json:
-        print(json.dumps(outcome.to_dict(), indent=2))
-        return 0
-    result, recorded = outcome.result, outcome.recorded
-    fired = "; ".join(fault.describe() for fault in outcome.fired) or "nothing (the fault never struck)"
-    print(f"harness chaos: {outcome.scenario} from {outcome.cassette}: {fired}")
-    print(f"recorded:   {recorded.outcome.value} after {counted(recorded.steps, 'step')}, "
-          f"{counted(outcome.recorded_requests, 'request')}")
-    print(f"with fault: {result.outcome.value} after {counted(result.steps, 'step')}, "
-          f"{counted(outcome.requests, 'request')}: {result.reason}")
-    retried = "the SDK retried the faulted request" if outcome.retried else "the faulted request was not retried"
-    if outcome.same_as_recorded:
-        print(f"{retried}; the run ended as recorded")
-    else:
-        print(f"{retried}; the run ended differently: outcome {result.outcome.value}, with the "
-              f"{counted(result.steps, 'step')} and {counted(len(result.tool_calls), 'tool call')} done before "
-              "it ended")
-    return 0
 
 
 __all__ = ["FAULTS", "ChaosCassette", "ChaosRun", "FiredFault", "RunHung", "inject", "normalize_faults",

@@ -11,8 +11,9 @@ from typing import Any
 import anthropic
 import pytest
 
-from harness import serve, use_cassette
+from harness import use_cassette
 from harness.cassette.format import load_cassette
+from harness.commands import serve
 from harness.proxy import RecordingProxy
 from harness.report.drift import fork_line
 from harness.sim import Simulator

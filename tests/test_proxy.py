@@ -408,9 +408,10 @@ def test_a_signal_before_any_exchange_leaves_the_previous_cassette(tmp_path: Pat
 
 
 def test_proxy_command_arguments() -> None:
-    from harness import cli, proxy
+    from harness import cli
+    from harness.commands import proxy
 
-    assert importlib.import_module(cli.command_module("proxy")).run is proxy.run
+    assert importlib.import_module(cli.command_module("proxy")) is proxy
     parser = argparse.ArgumentParser()
     proxy.add_arguments(parser)
     args = parser.parse_args(["--upstream", "http://127.0.0.1:8765", "--cassette", "c.yaml"])

@@ -1,5 +1,61 @@
-"""`harness chaos`: its arguments and run live beside the code they drive, in harness/chaos.py."""
+"""`harness chaos`: replay a cassette with a fault injected at one request.
 
-from harness.chaos import add_arguments, run
+The fault injection (inject, run_chaos) lives in harness/chaos.py; this module is the command: its
+arguments and its run.
+"""
 
-__all__ = ["add_arguments", "run"]
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from harness.chaos import FAULTS, run_chaos
+from harness.errors import HarnessError
+from harness.report._text import counted
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("cassette", type=Path, metavar="CASSETTE",
+                        help="the cassette of one of the project's scenarios ([tool.loop-harness.scenarios])")
+    parser.add_argument("--at", type=int, required=True, metavar="N",
+                        help="the request to fail: 0 is the run's first request; retries count")
+    parser.add_argument("--fault", required=True, choices=list(FAULTS),
+                        help="; ".join(f"{kind}: {text}" for kind, text in FAULTS.items()))
+    parser.add_argument("--scenario", metavar="NAME", help="the scenario to run (default: the one whose cassette "
+                        "path this is)")
+    parser.add_argument("--demo", action="store_true", help="the cassette is one of the bundled demo's")
+    parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Exit 0 when the run ended with a typed outcome (whatever it was), 1 when the agent crashed, 2 on bad input."""
+    if args.at < 0:
+        raise HarnessError(f"--at {args.at}: a request index is 0 or more")
+    try:
+        outcome = run_chaos(args.cassette, at=args.at, fault=args.fault, scenario=args.scenario, demo=args.demo)
+    except HarnessError:
+        raise
+    except Exception as crash:  # what chaos is for: an agent that raises instead of ending its run
+        print(f"harness chaos: the agent crashed under {args.fault} at request {args.at}: "
+              f"{type(crash).__name__}: {crash}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(outcome.to_dict(), indent=2))
+        return 0
+    result, recorded = outcome.result, outcome.recorded
+    fired = "; ".join(fault.describe() for fault in outcome.fired) or "nothing (the fault never struck)"
+    print(f"harness chaos: {outcome.scenario} from {outcome.cassette}: {fired}")
+    print(f"recorded:   {recorded.outcome.value} after {counted(recorded.steps, 'step')}, "
+          f"{counted(outcome.recorded_requests, 'request')}")
+    print(f"with fault: {result.outcome.value} after {counted(result.steps, 'step')}, "
+          f"{counted(outcome.requests, 'request')}: {result.reason}")
+    retried = "the SDK retried the faulted request" if outcome.retried else "the faulted request was not retried"
+    if outcome.same_as_recorded:
+        print(f"{retried}; the run ended as recorded")
+    else:
+        print(f"{retried}; the run ended differently: outcome {result.outcome.value}, with the "
+              f"{counted(result.steps, 'step')} and {counted(len(result.tool_calls), 'tool call')} done before "
+              "it ended")
+    return 0
