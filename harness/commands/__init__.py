@@ -1,7 +1,7 @@
 """The `harness` commands, one module each: `harness NAME` is harness/commands/NAME.py (import_.py for
 `import`, a Python keyword). Each exposes `add_arguments(parser)` and `run(args) -> int`; harness/cli.py
-routes to them. A command reads its arguments and calls the library; chaos, proxy and serve still keep
-their arguments beside the code they drive (harness/chaos.py, proxy.py, serve.py) and are re-exported here.
+routes to them. A command reads its arguments and calls the library; nothing in the library imports a
+command module.
 
 The flags several commands share are declared once below, so they read alike in every command's --help
 (the report flags are harness.report.outputs.add_report_arguments). Bad input is raised as a HarnessError,
