@@ -14,22 +14,8 @@ from harness.report.trials import trial_paths
 from harness.sim import RateLimits, Simulator
 from harness.sim.tokens import count_input
 
-AGENT = '''
-from harness import ToolRegistry, run_loop
-
-tools = ToolRegistry()
-
-
-@tools.tool(input_schema={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
-def get_weather(city: str) -> dict:
-    """Today's weather in a city."""
-    return {"city": city, "forecast": "sunny"}
-
-
-def weather(client):
-    return run_loop(client, system="Answer about the weather.", user="Weather in Paris?", tools=tools,
-                    model="claude-sonnet-5")
-'''
+# The user's agent of the README's first section, copied into each temporary project.
+AGENT = (Path(__file__).parent / "weather_agent.py").read_text(encoding="utf-8")
 
 HELLO = {"model": "sim-echo", "max_tokens": 16, "messages": [{"role": "user", "content": "hello"}]}
 

@@ -21,22 +21,8 @@ from tests.conftest import REPO
 
 pytest_plugins = ["pytester"]
 
-AGENT = '''
-from harness import ToolRegistry, run_loop
-
-tools = ToolRegistry()
-
-
-@tools.tool(input_schema={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
-def get_weather(city: str) -> dict:
-    """Today's weather in a city."""
-    return {"city": city, "forecast": "sunny"}
-
-
-def weather(client):
-    return run_loop(client, system="Answer about the weather.", user="Weather in Paris?", tools=tools,
-                    model="claude-sonnet-5")
-'''
+# The user's agent of the README's first section, copied into each temporary project.
+AGENT = (Path(__file__).parent / "weather_agent.py").read_text(encoding="utf-8")
 
 
 def python(code: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
