@@ -28,9 +28,8 @@ from harness.pacing import Pacer
 from harness.project import load_project
 from harness.report.trials import trial_path
 from harness.sim import RateLimits, Simulator
+from tests.user_projects import AGENT  # the README's agent, as the tests copy it into a project
 
-# The user's agent of the README's first section, copied into each temporary project.
-AGENT = (Path(__file__).resolve().parents[1] / "tests" / "weather_agent.py").read_text(encoding="utf-8")
 REQUESTS_PER_TRIAL = 2
 SPEND = {"model": "sim-echo", "max_tokens": 1, "messages": [{"role": "user", "content": "x"}]}
 

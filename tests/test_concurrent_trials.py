@@ -13,9 +13,7 @@ from harness.commands.sim import add_arguments as sim_arguments
 from harness.report.trials import trial_paths
 from harness.sim import RateLimits, Simulator
 from harness.sim.tokens import count_input
-
-# The user's agent of the README's first section, copied into each temporary project.
-AGENT = (Path(__file__).parent / "weather_agent.py").read_text(encoding="utf-8")
+from tests.user_projects import weather_project
 
 HELLO = {"model": "sim-echo", "max_tokens": 16, "messages": [{"role": "user", "content": "hello"}]}
 
@@ -30,14 +28,7 @@ class FakeClock:
 
 @pytest.fixture
 def paced_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "paced"
-    root.mkdir()
-    (root / "pyproject.toml").write_text('[tool.loop-harness.scenarios]\nweather = "paced_weather_agent:weather"\n')
-    (root / "paced_weather_agent.py").write_text(AGENT)
-    monkeypatch.chdir(root)
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    return root
+    return weather_project(tmp_path / "paced", monkeypatch, "paced_weather_agent")
 
 
 def test_concurrent_trials_against_a_spent_limit_wait_for_it_and_meet_no_429(

@@ -18,11 +18,10 @@ import pytest
 
 from harness.cli import main as harness_main
 from tests.conftest import REPO
+from tests.user_projects import weather_project
 
 pytest_plugins = ["pytester"]
 
-# The user's agent of the README's first section, copied into each temporary project.
-AGENT = (Path(__file__).parent / "weather_agent.py").read_text(encoding="utf-8")
 
 
 def python(code: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
@@ -34,14 +33,7 @@ def python(code: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
 @pytest.fixture
 def user_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project of the user's: pyproject.toml naming one scenario, the agent module beside it."""
-    root = tmp_path / "mine"
-    root.mkdir()
-    (root / "pyproject.toml").write_text('[tool.loop-harness.scenarios]\nweather = "weather_agent:weather"\n')
-    (root / "weather_agent.py").write_text(AGENT)
-    monkeypatch.chdir(root)
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    return root
+    return weather_project(tmp_path / "mine", monkeypatch, "weather_agent")
 
 
 # --- start-up: the commands that read files never load the SDK ----------------------------------------------
