@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from harness.run import retry_after_seconds
+
 if TYPE_CHECKING:
     from anthropic import Middleware
 
@@ -112,17 +114,6 @@ def parse_buckets(headers: Mapping[str, str], seen: float) -> dict[str, Bucket]:
         if limit > 0:
             found[kind] = Bucket(limit, max(0, min(remaining, limit)), reset, seen)
     return found
-
-
-def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
-    """retry-after-ms, else retry-after in seconds (what the API sends); None when neither is readable."""
-    lowered = {name.lower(): value for name, value in headers.items()}
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        try:
-            return max(0.0, float(lowered[name]) / scale)
-        except (KeyError, ValueError):
-            continue
-    return None
 
 
 @dataclass(frozen=True)

@@ -231,12 +231,12 @@ class Exchange:
 
 
 def retry_after_seconds(headers: Mapping[str, Any]) -> float | None:
-    """How long the server asked a client to wait: retry-after-ms, else retry-after in seconds (a date: None).
-
-    `headers` must find lower-case names whatever their case was (httpx2.Headers does; so does `_headers`).
-    """
+    """How long the server asked a client to wait: retry-after-ms, else retry-after in seconds (a date, a
+    negative or unreadable value: None). Header names in any case; the loop, the trajectory and the pacer
+    (harness.pacing) all read it here."""
+    lowered = {str(name).lower(): value for name, value in headers.items()}
     for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
+        value = lowered.get(name)
         try:
             seconds = float(value) / scale if value is not None else None
         except (TypeError, ValueError):

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from harness.pacing import Bucket, Cost, Pacer, Ticket, parse_buckets, request_cost, retry_after_seconds
+from harness.pacing import Bucket, Cost, Pacer, Ticket, parse_buckets, request_cost
+from harness.run import retry_after_seconds
 from harness.sim.ratelimit import RateLimiter, RateLimits, rfc3339
 from harness.sim.tokens import count_input
 
