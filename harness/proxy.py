@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 
+from harness.cassette import modes
 from harness.cassette.journal import Journal, journal_path, read_journal
 from harness.cassette.recorder import Cassette, CassetteMismatch, Mode
 from harness.cassette.redact import redact_target
@@ -355,13 +356,12 @@ def _recover_journal(cassette: Path, options: dict[str, Any]) -> int:
         return 0
     header, interactions = found
     mode = header.get("mode") if header.get("mode") in PROXY_MODES else "new_episodes"
+    if modes.write_protected(mode, cassette.exists()):  # once over an existing cassette: add the run's exchanges
+        mode = "new_episodes"
     recovered = Cassette(cassette, mode, **{**options, "note": header.get("note") or options.get("note")})
     recovered.new_interactions = interactions
     if isinstance(header.get("provenance"), dict):
         recovered.provenance = header["provenance"]
-    if recovered.write_protected:  # mode once over a cassette that exists: what the run recorded is added
-        recovered = Cassette(cassette, "new_episodes", **options)
-        recovered.new_interactions = interactions
     recovered.save()
     path.unlink(missing_ok=True)
     return len(interactions)

@@ -418,3 +418,26 @@ def test_proxy_command_arguments() -> None:
     assert (args.mode, args.port, args.timeout) == ("once", 8766, 600.0)
     with pytest.raises(SystemExit):
         parser.parse_args(["--upstream", "http://x", "--cassette", "c.yaml", "--mode", "none"])
+
+
+def test_a_journal_folded_into_an_existing_cassette_keeps_the_note_it_was_recorded_under(tmp_path: Path) -> None:
+    """A proxy in mode once over a cassette that exists, killed mid-run: its journal is added (new_episodes)
+    with the note (and provenance) it was recording under, not the bare options."""
+    from harness.cassette.journal import Journal
+    from harness.proxy import _recover_journal
+
+    path = tmp_path / "run.yaml"
+    with Simulator() as simulator:
+        client = anthropic.Anthropic(api_key="sk-ant-test", base_url=simulator.base_url, max_retries=0)
+        with use_cassette(path, mode="once"):
+            client.messages.create(model="claude-sonnet-5", max_tokens=16,
+                                   messages=[{"role": "user", "content": "hi"}])
+    stored = load_cassette(path)
+    journal = Journal(path)
+    journal.append({"mode": "once", "provenance": dict(stored.meta), "note": "killed mid-run"}, 1,
+                   stored.interactions[0])
+    journal.close()
+    assert _recover_journal(path, {}) == 1
+    folded = load_cassette(path)
+    assert len(folded.interactions) == 2
+    assert folded.meta.get("note") == "killed mid-run"
