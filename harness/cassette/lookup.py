@@ -128,8 +128,7 @@ class Matcher:
 
     def notice_client(self, headers: Any) -> None:
         """The Claude Code CLI gets its preset, whatever the options said (stored from then on)."""
-        if headers is not None and CLAUDE_CODE_PRESET not in self.rules.presets and is_claude_code(
-                header_items(headers)):
+        if headers is not None and CLAUDE_CODE_PRESET not in self.rules.presets and is_claude_code(headers):
             self.rules = self.rules.with_preset(CLAUDE_CODE_PRESET)
             self._build_index()
 

@@ -391,8 +391,14 @@ def is_claude_code(headers: Iterable[tuple[str, str]] | Mapping[str, str] | None
     """Whether a request comes from the Claude Code CLI (the Claude Agent SDK's bundled CLI included)."""
     if not headers:
         return False
-    items = headers.items() if isinstance(headers, Mapping) else headers
-    return any(name.lower() == "user-agent" and value.lower().startswith("claude-cli/") for name, value in items)
+    if isinstance(headers, Mapping):  # httpx2.Headers finds any case at once: this runs on every replayed request
+        agent = headers.get("user-agent")
+        if agent is None:  # a plain dict may spell the name in another case
+            agent = next((value for name, value in headers.items() if name.lower() == "user-agent"), None)
+        agents = agent if isinstance(agent, list | tuple) else [agent]  # stored headers may hold a list
+    else:
+        agents = [value for name, value in headers if name.lower() == "user-agent"]
+    return any(isinstance(value, str) and value.lower().startswith("claude-cli/") for value in agents)
 
 
 def preset(name: str) -> Normalization:
