@@ -193,7 +193,8 @@ def read_every_way(path: Path) -> None:
     """Everything each reader does with a cassette; a HarnessError is a clean refusal."""
     from rich.console import Console
 
-    from harness.cassette.recorder import Cassette, _replayed_response
+    from harness.cassette.recorder import Cassette
+    from harness.cassette.transport import replayed_response
     from harness.checks.registry import CHECKS, run_check
     from harness.commands.show import render
     from harness.evals.results import run_details, step_details
@@ -211,7 +212,7 @@ def read_every_way(path: Path) -> None:
     cassette = Cassette(path, "none", allow_repeats=True)  # replay and serve
     for interaction in cassette.recorded.interactions:
         if "response" in interaction:
-            _replayed_response(interaction["response"]).read()
+            replayed_response(interaction["response"]).read()
         write_recorded(_Wire(), interaction)  # type: ignore[arg-type]
 
 

@@ -29,6 +29,11 @@ def _notes(config: pytest.Config) -> dict[str, dict[str, Any]]:
     return config.stash.setdefault(_SHARED_KEY, {})
 
 
+def _blank(users: list[str]) -> dict[str, Any]:
+    """What a process knows of a shared cassette before any of its tests ran: which tests name it."""
+    return {"users": users, "passed": [], "played": [], "count": 0, "allowing": [], "replayed": False}
+
+
 def _path_of(item: pytest.Item) -> str | None:
     path = marked_cassette_path(item)
     return str(path) if path is not None else None
@@ -45,19 +50,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     notes = _notes(config)
     for path, nodeids in users.items():
         if len(nodeids) > 1:
-            notes[path] = {"users": sorted(nodeids), "selected": [], "passed": [], "played": [], "count": 0,
-                           "allowing": [], "replayed": False}
+            notes[path] = _blank(sorted(nodeids))
     return (yield)
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    notes = _notes(session.config)
-    if not notes:
-        return
-    for item in session.items:  # what this session runs, once -k, --lf and shard plugins had their say
-        path = _path_of(item)
-        if path in notes:
-            notes[path]["selected"].append(item.nodeid)
 
 
 def is_shared(item: pytest.Item, path: Path) -> bool:
@@ -81,9 +75,8 @@ def note_played(item: pytest.Item, active: Any, passed: bool) -> None:
 
 def _merge(into: dict[str, dict[str, Any]], notes: dict[str, dict[str, Any]]) -> None:
     for path, note in notes.items():
-        have = into.setdefault(path, {"users": note["users"], "selected": [], "passed": [], "played": [],
-                                      "count": 0, "allowing": [], "replayed": False})
-        for key in ("selected", "passed", "played", "allowing"):
+        have = into.setdefault(path, _blank(note["users"]))
+        for key in ("passed", "played", "allowing"):
             have[key] = sorted({*have[key], *note[key]})
         have["count"] = max(have["count"], note["count"])
         have["replayed"] = have["replayed"] or note["replayed"]

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.batches import batch_exchanges
+from harness.batches import BATCHES_PATH, batch_exchanges
 from harness.errors import CassetteError
 from harness.jsondata import canonical_json, fingerprint
 from harness.pricing import estimate_cost
@@ -701,7 +701,7 @@ def _attach_results(run: Run) -> None:
 
 
 def _is_batch_call(interaction: Mapping[str, Any]) -> bool:
-    return str((interaction.get("request") or {}).get("path", "")).startswith("/v1/messages/batches")
+    return str((interaction.get("request") or {}).get("path", "")).startswith(BATCHES_PATH)
 
 
 # What a value of the wrong type or size deep in a cassette raises when it is used; caught where the

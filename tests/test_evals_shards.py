@@ -88,7 +88,7 @@ def test_three_shards_merged_are_the_document_of_one_run(
     assert joined["summary"]["duration_ms"] == pytest.approx(sum(p["summary"]["duration_ms"] for p in pieces))
     timings = {case["id"]: case["timings"] for piece in pieces for case in piece["cases"]}
     assert all(case["timings"] == timings[case["id"]] for case in joined["cases"])
-    assert PER_RUN_FIELDS == ("created_at", "summary.duration_ms", "cases[].timings", "cases[].checks[].duration_ms")
+    assert PER_RUN_FIELDS == ("created_at", "summary.duration_ms", "cases[*].timings", "cases[*].checks[*].duration_ms")
 
 
 def test_shards_share_the_cases_once_each_balanced_by_recorded_interactions(

@@ -25,8 +25,6 @@ STAGES = ("harness.cassette", "harness.trajectory", "harness.checks", "harness.e
 
 # The commands whose --demo flag runs the bundled demo reach it from inside the function that runs it.
 DEMO_DOORS = {"harness.commands.record", "harness.chaos"}
-ALLOWED_UPSTREAM: set[tuple[str, str]] = set()
-ALLOWED_IN_CYCLE: set[tuple[str, str]] = set()
 
 
 def _name(path: Path) -> str:
@@ -101,8 +99,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_the_harness_package_has_no_import_cycle() -> None:
-    graph = {name: {target for target, _ in imports if target in MODULES and target != name
-                    and (name, target) not in ALLOWED_UPSTREAM | ALLOWED_IN_CYCLE}
+    graph = {name: {target for target, _ in imports if target in MODULES and target != name}
              for name, imports in IMPORTS.items()}
     assert _cycles(graph) == []
 
@@ -114,8 +111,7 @@ def test_stages_import_only_themselves_and_the_stages_before_them() -> None:
         for target, _ in imports
         if (source := _stage(name)) is not None and (stage := _stage(target)) is not None and stage > source
     )
-    assert set(upstream) <= ALLOWED_UPSTREAM, upstream
-    assert set(upstream) >= ALLOWED_UPSTREAM, "an allowed exception is fixed: take it off the list"
+    assert upstream == []
 
 
 def test_the_library_never_imports_the_demo_at_import_time() -> None:

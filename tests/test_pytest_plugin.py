@@ -404,6 +404,7 @@ def test_a_cassette_shared_by_two_tests_is_checked_once_for_the_session(project:
     assert len(load_cassette(_record_shared(project)).interactions) == 2
     result = project.runpytest("test_shared.py")  # each test plays its half: neither half is stale
     result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.OK  # a stale half would fail the session, not a test
     result = project.runpytest("test_shared.py", "-k", "first")  # the other test's half is not judged
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.OK

@@ -42,7 +42,6 @@ from harness.cassette.sequence import Drift as ToolResultDrift
 from harness.cassette.shared_tls import shared_tls_contexts
 from harness.cassette.storage import Storage, Turn, recording_turn
 from harness.cassette.transport import REPLAYED_HEADER, AmbiguousCassette
-from harness.cassette.transport import replayed_response as _replayed_response  # noqa: F401  (bench/fuzz.py)
 from harness.errors import CassetteError
 
 if TYPE_CHECKING:

@@ -23,22 +23,16 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.evals.results import ResultsWriter
+from harness.jsondata import drop_paths, parse_path
 
 __all__ = ["PER_RUN_FIELDS", "merge_results", "without_per_run_fields"]
 
-PER_RUN_FIELDS = ("created_at", "summary.duration_ms", "cases[].timings", "cases[].checks[].duration_ms")
+PER_RUN_FIELDS = ("created_at", "summary.duration_ms", "cases[*].timings", "cases[*].checks[*].duration_ms")
 
 
 def without_per_run_fields(results: Mapping[str, Any]) -> dict[str, Any]:
     """`results` less PER_RUN_FIELDS: what two runs of the same cassettes and goldens have equal."""
-    out = {key: value for key, value in results.items() if key != "created_at"}
-    out["summary"] = {key: value for key, value in results["summary"].items() if key != "duration_ms"}
-    out["cases"] = [
-        {key: value for key, value in case.items() if key != "timings"}
-        | {"checks": [{k: v for k, v in check.items() if k != "duration_ms"} for check in case["checks"]]}
-        for case in results["cases"]
-    ]
-    return out
+    return drop_paths(dict(results), [parse_path(field) for field in PER_RUN_FIELDS])
 
 
 def _shard(path: Path, results: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -28,7 +28,7 @@ from harness.errors import HarnessError
 from harness.evals.suite import Case, Suite
 from harness.jsondata import fingerprint
 
-__all__ = ["Shard", "case_weight", "deal", "shard_suites"]
+__all__ = ["Shard", "deal", "shard_suites"]
 
 # A recorded request: `- request:` in our YAML and in vcrpy's, `"request": {` in HAR and JSON forms.
 _REQUEST = re.compile(rb'^[ \t]*-?[ \t]*"?request"?[ \t]*:', re.MULTILINE)
@@ -60,11 +60,6 @@ def _read(case: Case) -> tuple[int, str | None]:
     except (OSError, HarnessError):
         return 1, None
     return max(1, len(_REQUEST.findall(raw))), hashlib.sha256(raw).hexdigest()
-
-
-def case_weight(case: Case) -> int:
-    """How much of a shard's time `case` is expected to take: the interactions its cassette records."""
-    return _read(case)[0]
 
 
 def deal(weights: list[int], total: int) -> list[int]:

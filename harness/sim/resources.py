@@ -3,7 +3,6 @@ list pages. The endpoints are `files`, `batches` and `models`; `routes` dispatch
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,13 +53,6 @@ def page(items: Sequence[dict[str, Any]], query: Mapping[str, str]) -> dict[str,
     data = list(items[start:end][:limit])
     return {"data": data, "has_more": start + len(data) < end,
             "first_id": data[0]["id"] if data else None, "last_id": data[-1]["id"] if data else None}
-
-
-def parse_json(body: bytes) -> tuple[Any, ApiError | None]:
-    try:
-        return json.loads(body.decode("utf-8")), None
-    except (UnicodeDecodeError, ValueError) as err:
-        return None, ApiError(400, "invalid_request_error", f"The request body is not valid JSON: {err}")
 
 
 class ApiErrorRaised(Exception):
