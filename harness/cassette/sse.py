@@ -192,6 +192,10 @@ def _apply_delta(message: dict[str, Any], partial_json: dict[int, str], index: i
         partial_json[index] = partial_json.get(index, "") + _text(delta, "partial_json")
     elif kind == "thinking_delta":
         block["thinking"] = grown("thinking")
+    elif kind == "compaction_delta":  # a compaction block's summary (and its opaque state), sent whole
+        block["content"] = grown("content")
+        if isinstance(delta.get("encrypted_content"), str):
+            block["encrypted_content"] = delta["encrypted_content"]
     elif kind == "signature_delta":
         block["signature"] = _text(delta, "signature")
     elif kind == "citations_delta":
