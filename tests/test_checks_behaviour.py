@@ -196,6 +196,7 @@ def test_every_check_has_a_valid_params_schema() -> None:
         "budgets",
         "no_repeated_calls",
         "tool_permissions",
+        "rubric",
     }
     for spec in CHECKS.values():
         jsonschema.Draft202012Validator.check_schema(spec.params_schema)

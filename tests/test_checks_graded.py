@@ -37,8 +37,14 @@ def test_a_near_miss_scores_between_0_and_1_not_0() -> None:
     assert not result.passed
     assert 0 < result.score < 1
     assert result.score == pytest.approx(0.8)
-    assert result.evidence["score"] == {"precision": 0.8, "recall": 0.8, "f1": 0.8, "matched": 4, "expected": 5,
-                                        "calls": 5}
+    assert result.evidence["score"] == {
+        "precision": 0.8,
+        "recall": 0.8,
+        "f1": 0.8,
+        "matched": 4,
+        "expected": 5,
+        "calls": 5,
+    }
     assert result.reason == "step 6: the run ended without calling summarize"  # still names where it went wrong
 
 
@@ -88,10 +94,11 @@ def test_in_order_allows_calls_between_but_not_a_changed_order() -> None:
 
 def test_in_order_names_the_nearest_call_when_arguments_differ() -> None:
     run = run_with([("search", {"q": "a"})], [("read", {"id": 1})])
-    result = match(run, [{"name": "search", "input": {"q": "a"}}, {"name": "read", "input": {"id": 2}}],
-                   mode="in_order")
+    result = match(
+        run, [{"name": "search", "input": {"q": "a"}}, {"name": "read", "input": {"id": 2}}], mode="in_order"
+    )
     assert not result.passed and result.step == 2
-    assert "nearest is read({\"id\":1}): argument $.id is 1, expected 2" in result.reason
+    assert 'nearest is read({"id":1}): argument $.id is 1, expected 2' in result.reason
 
 
 # --- parallel and sequential turns -----------------------------------------------------------------------------------
@@ -132,8 +139,10 @@ def test_a_denied_call_fails_naming_its_step() -> None:
         'step 2: read_file({"path":"/etc/passwd"}) is denied by deny[0] '
         "(read_file with $.path matching glob '/etc/*')"
     )
-    assert permitted(run_with([("read_file", {"path": "notes/a.md"})]),
-                     deny=[{"name": "read_file", "path": "$.path", "glob": "/etc/*"}]).passed
+    assert permitted(
+        run_with([("read_file", {"path": "notes/a.md"})]),
+        deny=[{"name": "read_file", "path": "$.path", "glob": "/etc/*"}],
+    ).passed
 
 
 def test_a_call_outside_the_allow_list_fails() -> None:

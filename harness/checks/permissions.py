@@ -89,12 +89,22 @@ def violations(trajectory: Trajectory, params: Mapping[str, Any]) -> list[dict[s
     for call in trajectory.tool_calls:
         hit = next((index for index, rule in enumerate(deny) if _matches(rule, call, every=False)), None)
         if hit is not None:
-            found.append({"step": call.step, "call": _call_text(call), "id": call.id, "rule": f"deny[{hit}]",
-                          "why": f"denied by deny[{hit}] ({_describe_rule(deny[hit])})"})
+            found.append(
+                {
+                    "step": call.step,
+                    "call": _call_text(call),
+                    "id": call.id,
+                    "rule": f"deny[{hit}]",
+                    "why": f"denied by deny[{hit}] ({_describe_rule(deny[hit])})",
+                }
+            )
         elif allow is not None and not any(_matches(rule, call, every=True) for rule in allow):
             near = [rule for rule in allow if fnmatch.fnmatchcase(call.name, str(rule["name"]))]
-            why = (f"its arguments fit no allow rule for it ({'; '.join(map(_describe_rule, near))})" if near
-                   else "not in the allow list")
+            why = (
+                f"its arguments fit no allow rule for it ({'; '.join(map(_describe_rule, near))})"
+                if near
+                else "not in the allow list"
+            )
             found.append({"step": call.step, "call": _call_text(call), "id": call.id, "rule": "allow", "why": why})
     return found
 
@@ -105,8 +115,9 @@ def tool_permissions(trajectory: Trajectory, params: Mapping[str, Any]) -> Check
     if found:
         first = found[0]
         more = f" ({len(found)} denied calls in all)" if len(found) > 1 else ""
-        return fail(NAME, f"step {first['step']}: {first['call']} is {first['why']}{more}", step=first["step"],
-                    denied=found)
+        return fail(
+            NAME, f"step {first['step']}: {first['call']} is {first['why']}{more}", step=first["step"], denied=found
+        )
     return ok(NAME, f"all {calls} tool call(s) are permitted", calls=calls)
 
 

@@ -45,9 +45,9 @@ RUN_HEAD = "The run"
 
 SYSTEM = (
     "You judge one run of an AI agent against one criterion. Judge only what the criterion asks, only from the "
-    "run as shown. Answer with one JSON object: verdict (\"pass\" when the criterion holds, else \"fail\"), "
+    'run as shown. Answer with one JSON object: verdict ("pass" when the criterion holds, else "fail"), '
     "score (a number from 0 to 1: how fully it holds), and reasons: for each point that decides the verdict, the "
-    "step it is about (the number after \"step\" in the run; 0 when it is about the run as a whole), a short quote "
+    'step it is about (the number after "step" in the run; 0 when it is about the run as a whole), a short quote '
     "copied exactly from the run, and a one-sentence explanation."
 )
 
@@ -149,8 +149,7 @@ def render_run(trajectory: Trajectory, on: str = "both", max_chars: int = DEFAUL
     chunks = []
     for step in steps:
         is_last = last is not None and step.index == last.index
-        text = _step_text(step, calls=on in ("trajectory", "both"), answer=on in ("final_answer", "both"),
-                          last=is_last)
+        text = _step_text(step, calls=on in ("trajectory", "both"), answer=on in ("final_answer", "both"), last=is_last)
         if text:
             chunks.append(text)
     task = _task(trajectory)
@@ -227,9 +226,7 @@ def _json_in(text: str) -> Any:
 
 def parse_verdict(message: Mapping[str, Any]) -> dict[str, Any]:
     """The verdict in a judge's Message (a dict): its text, as structured outputs return it or as plain JSON."""
-    text = "".join(
-        str(block.get("text", "")) for block in message.get("content") or [] if block.get("type") == "text"
-    )
+    text = "".join(str(block.get("text", "")) for block in message.get("content") or [] if block.get("type") == "text")
     verdict = _json_in(text)
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(VERDICT_SCHEMA).iter_errors(verdict))
     if error is not None:
@@ -253,14 +250,24 @@ def judged(verdict: Mapping[str, Any], params: Mapping[str, Any], *, judge: str)
     graded = f" (score {score:.2f}{f', threshold {float(threshold):g}' if threshold is not None else ''})"
     reason = f"the judge ({judge}) says {verdict['verdict']}{graded}" + (f": {said}" if said else "")
     step = next((int(r["step"]) for r in reasons if r["step"]), None)
-    return CheckResult(name=NAME, passed=passed, reason=reason, step=step, score=score,
-                       evidence={"verdict": verdict["verdict"], "score": score, "reasons": reasons, "judge": judge})
+    return CheckResult(
+        name=NAME,
+        passed=passed,
+        reason=reason,
+        step=step,
+        score=score,
+        evidence={"verdict": verdict["verdict"], "score": score, "reasons": reasons, "judge": judge},
+    )
 
 
 def rubric(trajectory: Trajectory, params: Mapping[str, Any]) -> CheckResult:
     """Run through the registry alone there is no judge: the eval runner (harness.evals.judge) asks one."""
-    return fail(NAME, "rubric is judged by a model: run it with `harness eval`, which replays the judge's recorded "
-                      "answer (harness.evals.judge)", judged=False)
+    return fail(
+        NAME,
+        "rubric is judged by a model: run it with `harness eval`, which replays the judge's recorded "
+        "answer (harness.evals.judge)",
+        judged=False,
+    )
 
 
 CHECKS = (
@@ -275,8 +282,11 @@ CHECKS = (
             "required": ["criterion"],
             "properties": {
                 "criterion": {"type": "string", "minLength": 1, "description": "what must hold, in words"},
-                "on": {"enum": list(ON), "default": "both",
-                       "description": "what the judge reads: the final answer, the tool calls and results, or both"},
+                "on": {
+                    "enum": list(ON),
+                    "default": "both",
+                    "description": "what the judge reads: the final answer, the tool calls and results, or both",
+                },
                 "model": {"type": "string", "minLength": 1, "default": DEFAULT_MODEL, "description": "the judge"},
                 "examples": {
                     "type": "array",
@@ -292,10 +302,18 @@ CHECKS = (
                         },
                     },
                 },
-                "threshold": {"type": "number", "minimum": 0, "maximum": 1,
-                              "description": "pass when the judge's score reaches this, instead of on its verdict"},
-                "max_chars": {"type": "integer", "minimum": 1000, "default": DEFAULT_MAX_CHARS,
-                              "description": "the rendered run's budget; a longer run keeps its first and last steps"},
+                "threshold": {
+                    "type": "number",
+                    "minimum": 0,
+                    "maximum": 1,
+                    "description": "pass when the judge's score reaches this, instead of on its verdict",
+                },
+                "max_chars": {
+                    "type": "integer",
+                    "minimum": 1000,
+                    "default": DEFAULT_MAX_CHARS,
+                    "description": "the rendered run's budget; a longer run keeps its first and last steps",
+                },
             },
         },
     ),

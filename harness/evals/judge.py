@@ -64,9 +64,14 @@ def _what_changed(request: Mapping[str, Any], recorded: list[Mapping[str, Any]])
             best = changed
     if best is None:
         return ["nothing is recorded in the judge cassette"]
-    words = {"criterion": "the criterion", "examples": "the examples", "run": "the judged run",
-             "judge model": "the judge model", "judge instructions": "the judge's instructions",
-             "request options": "the judge request's options"}
+    words = {
+        "criterion": "the criterion",
+        "examples": "the examples",
+        "run": "the judged run",
+        "judge model": "the judge model",
+        "judge instructions": "the judge's instructions",
+        "request options": "the judge request's options",
+    }
     return [words[part] for part in best] or ["the request (it matches a recording that was played already)"]
 
 
@@ -89,8 +94,9 @@ class Judge:
             return "rewrite"
         return "new_episodes"
 
-    def check(self, golden_name: str, golden_path: Path | None, check: GoldenCheck,
-              trajectory: Trajectory) -> tuple[CheckResult, dict[str, Any]]:
+    def check(
+        self, golden_name: str, golden_path: Path | None, check: GoldenCheck, trajectory: Trajectory
+    ) -> tuple[CheckResult, dict[str, Any]]:
         """The judged check's result and its `judge` record: status judged | needs_rejudging | error, the
         cassette, the judge model, who answered (source), and what changed when a recording no longer matches."""
         if golden_path is None:
@@ -98,9 +104,15 @@ class Judge:
         path = judge_cassette_path(golden_path, check.id)
         request = judge_request(trajectory, check.params)
         root = project_root(golden_path)
-        record: dict[str, Any] = {"status": "judged", "cassette": relative_to_root(path, root),
-                                  "model": request["model"], "source": None, "mode": self.mode,
-                                  "changed": [], "differences": []}
+        record: dict[str, Any] = {
+            "status": "judged",
+            "cassette": relative_to_root(path, root),
+            "model": request["model"],
+            "source": None,
+            "mode": self.mode,
+            "changed": [],
+            "differences": [],
+        }
         if self.mode == "replay" and not path.exists():
             record |= {"status": "needs_rejudging", "changed": ["not judged yet: no judge cassette"]}
             return self._rejudge(check, record), record
@@ -127,14 +139,16 @@ class Judge:
     def _rejudge(self, check: GoldenCheck, record: Mapping[str, Any]) -> CheckResult:
         changed = ", ".join(record["changed"])
         return CheckResult(
-            name=check.id, passed=False,
+            name=check.id,
+            passed=False,
             reason=f"needs re-judging ({changed}): {record['cassette']} holds no judgement for this request; "
-                   "run `harness eval --judge record` to ask the judge (not a failure of the agent)",
+            "run `harness eval --judge record` to ask the judge (not a failure of the agent)",
             evidence={"needs_rejudging": True, "changed": list(record["changed"])},
         )
 
-    def _ask(self, path: Path, request: dict[str, Any], golden_name: str,
-             check: GoldenCheck) -> tuple[dict[str, Any], str | None]:
+    def _ask(
+        self, path: Path, request: dict[str, Any], golden_name: str, check: GoldenCheck
+    ) -> tuple[dict[str, Any], str | None]:
         import anthropic
 
         from harness.cassette.mismatch import CassetteMismatch
@@ -142,8 +156,11 @@ class Judge:
         from harness.errors import CassetteError
 
         if self.mode != "replay" and not any(os.environ.get(name) for name in _WHERE_TO_ASK):
-            raise HarnessError("recording a judgement needs ANTHROPIC_API_KEY (the API) or ANTHROPIC_BASE_URL (any "
-                               "endpoint, e.g. `harness sim --script judge.yaml`)", file=path)
+            raise HarnessError(
+                "recording a judgement needs ANTHROPIC_API_KEY (the API) or ANTHROPIC_BASE_URL (any "
+                "endpoint, e.g. `harness sim --script judge.yaml`)",
+                file=path,
+            )
         mode = self._cassette_mode(path)
         try:
             with use_cassette(path, mode, allow_repeats=True) as cassette:  # type: ignore[arg-type]
@@ -158,8 +175,12 @@ class Judge:
                 except anthropic.AnthropicError as err:
                     raise HarnessError(f"{type(err).__name__}: {err}", file=path) from None
                 if cassette.new_interactions:
-                    cassette.provenance = {**cassette.provenance, "judge": True, "golden": golden_name,
-                                           "check": check.id}
+                    cassette.provenance = {
+                        **cassette.provenance,
+                        "judge": True,
+                        "golden": golden_name,
+                        "check": check.id,
+                    }
                     source = cassette.provenance.get("source")
                 else:
                     source = cassette.recorded.meta.get("source")
