@@ -17,10 +17,10 @@ Identical judge requests (two cases whose runs read the same) are one recording,
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.checks.base import CheckResult
 from harness.checks.rubric import NAME as RUBRIC
@@ -28,6 +28,9 @@ from harness.checks.rubric import VerdictError, judge_request, judged, parse_ver
 from harness.errors import HarnessError
 from harness.evals.golden import GoldenCheck, project_root, relative_to_root
 from harness.trajectory import Trajectory
+
+if TYPE_CHECKING:
+    from harness.cassette.format import CassetteFile
 
 __all__ = ["JUDGED_CHECKS", "JUDGE_MODES", "JUDGE_SUFFIX", "Judge", "is_judge_file", "judge_cassette_path"]
 
@@ -50,29 +53,36 @@ def is_judge_file(path: Path) -> bool:
     return path.name.endswith(JUDGE_SUFFIX) or path.name.endswith(".judge-script.yaml")
 
 
-def _what_changed(request: Mapping[str, Any], recorded: list[Mapping[str, Any]]) -> list[str]:
-    """The parts of the judge request that differ from the nearest recorded one (fewest parts changed)."""
+_PART_WORDS = {
+    "criterion": "the criterion",
+    "examples": "the examples",
+    "run": "the judged run",
+    "judge model": "the judge model",
+    "judge instructions": "the judge's instructions",
+    "request options": "the judge request's options",
+}
+
+
+def _what_changed(request: Mapping[str, Any], recorded: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
+    """The parts of the judge request that differ from the nearest recorded one (fewest parts changed), and the
+    cassette diff against it (recorded -> now)."""
+    from harness.cassette.match import diff_summary, stored_request_body
+
     mine = request_parts(request)
-    best: list[str] | None = None
+    best: tuple[list[str], Any] | None = None
     for interaction in recorded:
-        body = (interaction.get("request") or {}).get("body")
+        body = stored_request_body(interaction.get("request") or {})
         if not isinstance(body, Mapping):
             continue
         theirs = request_parts(body)
         changed = [part for part in mine if mine[part] != theirs.get(part)]
-        if best is None or len(changed) < len(best):
-            best = changed
+        if best is None or len(changed) < len(best[0]):
+            best = (changed, body)
     if best is None:
-        return ["nothing is recorded in the judge cassette"]
-    words = {
-        "criterion": "the criterion",
-        "examples": "the examples",
-        "run": "the judged run",
-        "judge model": "the judge model",
-        "judge instructions": "the judge's instructions",
-        "request options": "the judge request's options",
-    }
-    return [words[part] for part in best] or ["the request (it matches a recording that was played already)"]
+        return ["nothing is recorded in the judge cassette"], []
+    changed, nearest = best
+    words = [_PART_WORDS[part] for part in changed] or ["the request (a recording of it was played already)"]
+    return words, diff_summary(nearest, dict(request))
 
 
 @dataclass
@@ -81,6 +91,7 @@ class Judge:
 
     mode: str = "replay"
     rewritten: set[Path] = field(default_factory=set)
+    _loaded: dict[Path, CassetteFile] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.mode not in JUDGE_MODES:
@@ -149,29 +160,57 @@ class Judge:
     def _ask(
         self, path: Path, request: dict[str, Any], golden_name: str, check: GoldenCheck
     ) -> tuple[dict[str, Any], str | None]:
+        if self.mode == "replay":
+            return self._replay(path, request)
+        return self._record(path, request, golden_name, check)
+
+    def _replay(self, path: Path, request: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+        """The recorded answer to `request`, matched as replay matches (the request's fingerprint), read straight
+        from the cassette: replay needs no SDK client, so `harness eval` stays as light as a file reader."""
+        from harness.cassette.format import load_cassette
+        from harness.cassette.match import fingerprint_of_stored, request_fingerprint
+
+        if path not in self._loaded:
+            self._loaded[path] = load_cassette(path)
+        cassette = self._loaded[path]
+        answers = []
+        for interaction in cassette.interactions:
+            stored = interaction.get("request") or {}
+            method, route = str(stored.get("method", "POST")), str(stored.get("path", ""))
+            response = interaction.get("response") or {}
+            if (
+                response.get("status") == 200
+                and isinstance(response.get("body"), Mapping)
+                and fingerprint_of_stored(stored) == request_fingerprint(method, route, stored.get("query"), request)
+            ):
+                answers.append(response["body"])
+        if not answers:
+            raise _Miss(*_what_changed(request, cassette.interactions))
+        return dict(answers[-1]), cassette.meta.get("source")
+
+    def _record(
+        self, path: Path, request: dict[str, Any], golden_name: str, check: GoldenCheck
+    ) -> tuple[dict[str, Any], str | None]:
+        """Through use_cassette (redaction, format, the recording lock): replay what matches, ask the rest."""
         import anthropic
 
-        from harness.cassette.mismatch import CassetteMismatch
         from harness.cassette.recorder import use_cassette
         from harness.errors import CassetteError
 
-        if self.mode != "replay" and not any(os.environ.get(name) for name in _WHERE_TO_ASK):
+        if not any(os.environ.get(name) for name in _WHERE_TO_ASK):
             raise HarnessError(
                 "recording a judgement needs ANTHROPIC_API_KEY (the API) or ANTHROPIC_BASE_URL (any "
                 "endpoint, e.g. `harness sim --script judge.yaml`)",
                 file=path,
             )
         mode = self._cassette_mode(path)
+        self._loaded.pop(path, None)
         try:
             with use_cassette(path, mode, allow_repeats=True) as cassette:  # type: ignore[arg-type]
-                key = None
-                if mode != "none" and not os.environ.get("ANTHROPIC_API_KEY") and os.environ.get("ANTHROPIC_BASE_URL"):
-                    key = _LOCAL_KEY
-                client = anthropic.Anthropic(api_key=key, max_retries=2) if key else anthropic.Anthropic(max_retries=2)
+                local = not os.environ.get("ANTHROPIC_API_KEY") and not os.environ.get("ANTHROPIC_AUTH_TOKEN")
+                client = anthropic.Anthropic(api_key=_LOCAL_KEY, max_retries=2) if local else anthropic.Anthropic()
                 try:
                     message = client.messages.create(**request)
-                except CassetteMismatch as miss:
-                    raise _Miss(_what_changed(request, cassette.recorded.interactions), miss.differences) from None
                 except anthropic.AnthropicError as err:
                     raise HarnessError(f"{type(err).__name__}: {err}", file=path) from None
                 if cassette.new_interactions:
@@ -190,6 +229,8 @@ class Judge:
 
 
 class _Miss(Exception):
+    """A judge request with no recording: what changed, and the cassette's diff."""
+
     def __init__(self, changed: list[str], differences: list[str]) -> None:
         super().__init__(", ".join(changed))
         self.changed = changed
