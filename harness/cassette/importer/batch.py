@@ -98,9 +98,14 @@ def _sources(sources: Iterable[str | Path], out_dir: Path) -> Iterator[tuple[Pat
             yield source, None, "no such file or folder"
 
 
-def iter_imports(sources: Iterable[str | Path], out_dir: str | Path, *,
-                 keep_foreign_hosts: bool = False, secret_headers: Iterable[str] = (),
-                 rewrite_request_ids: bool = False) -> Iterator[ImportOutcome]:
+def iter_imports(
+    sources: Iterable[str | Path],
+    out_dir: str | Path,
+    *,
+    keep_foreign_hosts: bool = False,
+    secret_headers: Iterable[str] = (),
+    rewrite_request_ids: bool = False,
+) -> Iterator[ImportOutcome]:
     """Import each source file (folders recursively) into `out_dir`, one outcome per file; never raises
     for a bad file, so one broken cassette does not stop the rest."""
     out_dir = Path(out_dir)
@@ -113,20 +118,31 @@ def iter_imports(sources: Iterable[str | Path], out_dir: str | Path, *,
         target = _unique(out_dir / relative, source, taken)
         taken.add(target)
         try:
-            cassette = import_file(source, keep_foreign_hosts=keep_foreign_hosts, secret_headers=secret_headers,
-                                   rewrite_request_ids=rewrite_request_ids)
+            cassette = import_file(
+                source,
+                keep_foreign_hosts=keep_foreign_hosts,
+                secret_headers=secret_headers,
+                rewrite_request_ids=rewrite_request_ids,
+            )
             cassette.path = save_cassette(cassette, target)
         except HarnessError as err:
             yield ImportOutcome(source=source, error=err)
         except OSError as err:
-            yield ImportOutcome(source=source, error=CassetteError(f"cannot write {target}: {err.strerror or err}",
-                                                                   file=source))
+            yield ImportOutcome(
+                source=source, error=CassetteError(f"cannot write {target}: {err.strerror or err}", file=source)
+            )
         else:
             yield ImportOutcome(source=source, target=target, cassette=cassette)
 
 
-def import_paths(sources: Iterable[str | Path], out_dir: str | Path, *, keep_foreign_hosts: bool = False,
-                 secret_headers: Iterable[str] = (), rewrite_request_ids: bool = False) -> list[Path]:
+def import_paths(
+    sources: Iterable[str | Path],
+    out_dir: str | Path,
+    *,
+    keep_foreign_hosts: bool = False,
+    secret_headers: Iterable[str] = (),
+    rewrite_request_ids: bool = False,
+) -> list[Path]:
     """Import files and folders into `out_dir`, keeping the layout below each folder; the written paths.
 
     Every importable file is written even when some fail; then `ImportFailed` (a CassetteError) names
@@ -134,8 +150,13 @@ def import_paths(sources: Iterable[str | Path], out_dir: str | Path, *, keep_for
     """
     written: list[Path] = []
     failures: list[ImportOutcome] = []
-    for outcome in iter_imports(sources, out_dir, keep_foreign_hosts=keep_foreign_hosts,
-                                secret_headers=secret_headers, rewrite_request_ids=rewrite_request_ids):
+    for outcome in iter_imports(
+        sources,
+        out_dir,
+        keep_foreign_hosts=keep_foreign_hosts,
+        secret_headers=secret_headers,
+        rewrite_request_ids=rewrite_request_ids,
+    ):
         if outcome.target is not None:
             written.append(outcome.target)
         else:

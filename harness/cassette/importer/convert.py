@@ -51,8 +51,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _store(target: dict[str, Any], raw: bytes | str | None, parsed: Any, *, content_type: str | None,
-           allow_sse: bool, where: str, path: Path) -> None:
+def _store(
+    target: dict[str, Any],
+    raw: bytes | str | None,
+    parsed: Any,
+    *,
+    content_type: str | None,
+    allow_sse: bool,
+    where: str,
+    path: Path,
+) -> None:
     if parsed is not ABSENT:
         if parsed is not None and parsed != "":
             try:
@@ -74,26 +82,44 @@ def _store(target: dict[str, Any], raw: bytes | str | None, parsed: Any, *, cont
         raise CassetteError(reason, file=path, where=where) from None
 
 
-def convert(exchange: Exchange, position: int, path: Path, secrets: Iterable[str], *,
-             rewrite_request_ids: bool = False) -> dict[str, Any]:
+def convert(
+    exchange: Exchange, position: int, path: Path, secrets: Iterable[str], *, rewrite_request_ids: bool = False
+) -> dict[str, Any]:
     request = stored_request_head(exchange.method, urlsplit(exchange.uri), exchange.request_headers)
     if exchange.request_parts is not None:  # an upload a recorder kept as its fields, not its bytes
         request["parts"] = exchange.request_parts
         request["headers"]["content-type"] = MULTIPART_FORM
     else:
-        _store(request, exchange.request_raw, exchange.request_parsed, content_type=None, allow_sse=False,
-               where=f"{exchange.where}.request.body", path=path)
+        _store(
+            request,
+            exchange.request_raw,
+            exchange.request_parsed,
+            content_type=None,
+            allow_sse=False,
+            where=f"{exchange.where}.request.body",
+            path=path,
+        )
 
     response_headers = {name.lower(): value for name, value in exchange.response_headers}
     content_type = response_headers.get("content-type") or exchange.response_mime
     response: dict[str, Any] = {"status": exchange.status, "headers": keep_response_headers(exchange.response_headers)}
-    _store(response, exchange.response_raw, exchange.response_parsed, content_type=content_type, allow_sse=True,
-           where=f"{exchange.where}.response.body", path=path)
+    _store(
+        response,
+        exchange.response_raw,
+        exchange.response_parsed,
+        content_type=content_type,
+        allow_sse=True,
+        where=f"{exchange.where}.response.body",
+        path=path,
+    )
     encoding = response_headers.get("content-encoding", "identity").strip().lower()
     if "body_base64" in response and encoding not in ("identity", "gzip", "x-gzip", ""):
         # Stored as is, these bytes would replay as garbage to a client that no longer sees the header.
-        raise CassetteError(f"the body is {encoding}-encoded; only gzip bodies can be imported", file=path,
-                            where=f"{exchange.where}.response.body")
+        raise CassetteError(
+            f"the body is {encoding}-encoded; only gzip bodies can be imported",
+            file=path,
+            where=f"{exchange.where}.response.body",
+        )
     streamed = isinstance(request.get("body"), dict) and request["body"].get("stream") is True
     if "body_text" in response and streamed and not content_type:
         # No headers to go by (some recorders strip them all) and a body that is not JSON, on a
@@ -106,8 +132,9 @@ def convert(exchange: Exchange, position: int, path: Path, secrets: Iterable[str
     interaction: dict[str, Any] = {"request": request, "response": response}
     if exchange.elapsed_ms is not None:
         interaction["elapsed_ms"] = exchange.elapsed_ms
-    redacted = redact_interaction(interaction, position=position, known_secrets=secrets,
-                                  rewrite_request_ids=rewrite_request_ids)
+    redacted = redact_interaction(
+        interaction, position=position, known_secrets=secrets, rewrite_request_ids=rewrite_request_ids
+    )
     assert redacted is not None  # no scrubber hooks here, so nothing is dropped
     return redacted
 
@@ -139,7 +166,7 @@ def recorded_at(exchange: Exchange) -> str | None:
 
 
 def sdk_version(headers: Iterable[tuple[str, str]]) -> str | None:
-    """"anthropic-python 0.21.3" from the SDK's own headers; None for any other client."""
+    """ "anthropic-python 0.21.3" from the SDK's own headers; None for any other client."""
     found = {name.lower(): value for name, value in headers}
     lang, version = found.get("x-stainless-lang"), found.get("x-stainless-package-version")
     if lang and version:

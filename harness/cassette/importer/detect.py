@@ -48,8 +48,20 @@ R_VCR = "r-vcr"  # R's vcr package: `http_interactions:`, bare or `status_code` 
 GO_VCR = "go-vcr"  # go-vcr v4 (cassette version 2): `interactions:` with `url`, `status: 200 OK` and `code`
 HTTPRR = "httprr"  # Go's httprr: "httprr trace v1", then length-prefixed raw HTTP requests and responses
 
-FORMATS = (HARNESS, VCRPY_YAML, VCRPY_JSON, PYDANTIC_AI_YAML, HAR, LANGCHAIN_YAML_GZ, LANGCHAIN_YAML,
-           ONE_EXCHANGE_JSON, RUBY_VCR, R_VCR, GO_VCR, HTTPRR)
+FORMATS = (
+    HARNESS,
+    VCRPY_YAML,
+    VCRPY_JSON,
+    PYDANTIC_AI_YAML,
+    HAR,
+    LANGCHAIN_YAML_GZ,
+    LANGCHAIN_YAML,
+    ONE_EXCHANGE_JSON,
+    RUBY_VCR,
+    R_VCR,
+    GO_VCR,
+    HTTPRR,
+)
 IMPORTABLE_SUFFIXES = (".yaml.gz", ".yaml", ".yml", ".har", ".json", ".httprr")
 
 HTTPRR_MAGIC = b"httprr trace v1\n"
@@ -120,8 +132,12 @@ def _refuse(node: yaml.Node, what: str) -> yaml.constructor.ConstructorError:
 
 
 def _one_string(items: Any) -> str | None:
-    if isinstance(items, list) and len(items) == 1 and isinstance(items[0], yaml.ScalarNode) \
-            and items[0].tag == "tag:yaml.org,2002:str":
+    if (
+        isinstance(items, list)
+        and len(items) == 1
+        and isinstance(items[0], yaml.ScalarNode)
+        and items[0].tag == "tag:yaml.org,2002:str"
+    ):
         return str(items[0].value)
     return None
 
@@ -145,9 +161,14 @@ def _plain_header_name_new(loader: yaml.BaseLoader, node: yaml.Node) -> str:
         name = _one_string(args.value) if isinstance(args, yaml.SequenceNode) else None
         # A `state:` of plain scalars is the istr's cached case-folded form; anything richer could build something.
         state = fields.get("state")
-        if state is not None and not isinstance(state, yaml.ScalarNode) and not (
+        if (
+            state is not None
+            and not isinstance(state, yaml.ScalarNode)
+            and not (
                 isinstance(state, yaml.MappingNode)
-                and all(isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode) for k, v in state.value)):
+                and all(isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode) for k, v in state.value)
+            )
+        ):
             name = None
         if set(fields) - {"args", "state"}:
             name = None

@@ -45,8 +45,13 @@ def read(data: Mapping[str, Any], path: Path) -> Iterator[Exchange]:
         body = request.get("body")
         form = request.get("form")
         if not body and isinstance(form, Mapping) and form:  # a urlencoded POST keeps its fields only
-            body = urlencode([(str(k), str(v)) for k, values in form.items()
-                              for v in (values if isinstance(values, list) else [values])])
+            body = urlencode(
+                [
+                    (str(k), str(v))
+                    for k, values in form.items()
+                    for v in (values if isinstance(values, list) else [values])
+                ]
+            )
         yield Exchange(
             where=where,
             method=text(request, "method", f"{where}.request", path).upper(),

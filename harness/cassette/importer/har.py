@@ -26,8 +26,9 @@ def read(data: Mapping[str, Any], path: Path) -> Iterator[Exchange]:
             try:
                 raw = base64.b64decode(raw, validate=True)
             except binascii.Error:
-                raise CassetteError("content.text says base64 but is not", file=path,
-                                    where=f"{where}.response.content.text") from None
+                raise CassetteError(
+                    "content.text says base64 but is not", file=path, where=f"{where}.response.content.text"
+                ) from None
         elapsed = entry.get("time")
         yield Exchange(
             where=where,

@@ -28,7 +28,7 @@ class _Corrupt(ValueError):
 
 
 def read(data: bytes, path: Path) -> Iterator[Exchange]:
-    rest = data[len(HTTPRR_MAGIC):]
+    rest = data[len(HTTPRR_MAGIC) :]
     offset = len(HTTPRR_MAGIC)
     index = 0
     while rest:
@@ -36,14 +36,21 @@ def read(data: bytes, path: Path) -> Iterator[Exchange]:
         line, newline, rest = rest.partition(b"\n")
         sizes = line.split(b" ")
         if not newline or len(sizes) != 2 or not all(size.isdigit() for size in sizes):
-            raise CassetteError(f"corrupt httprr trace: expected a line 'N1 N2' of two byte counts, found "
-                                f"{line[:40]!r}", file=path, where=where)
+            raise CassetteError(
+                f"corrupt httprr trace: expected a line 'N1 N2' of two byte counts, found {line[:40]!r}",
+                file=path,
+                where=where,
+            )
         request_size, response_size = int(sizes[0]), int(sizes[1])
         if request_size + response_size > len(rest):
-            raise CassetteError(f"corrupt httprr trace: the record says {request_size} + {response_size} bytes "
-                                f"but {len(rest)} remain (a truncated file)", file=path, where=where)
-        request, response = rest[:request_size], rest[request_size:request_size + response_size]
-        rest = rest[request_size + response_size:]
+            raise CassetteError(
+                f"corrupt httprr trace: the record says {request_size} + {response_size} bytes "
+                f"but {len(rest)} remain (a truncated file)",
+                file=path,
+                where=where,
+            )
+        request, response = rest[:request_size], rest[request_size : request_size + response_size]
+        rest = rest[request_size + response_size :]
         try:
             yield _exchange(request, response, where)
         except _Corrupt as err:
@@ -70,8 +77,11 @@ def _exchange(request: bytes, response: bytes, where: str) -> Exchange:
         request_headers=request_headers,
         request_raw=request_body or None,
         status=int(status[1]),
-        response_headers=[(name, value) for name, value in response_headers
-                          if name.lower() not in ("transfer-encoding", "content-length")],
+        response_headers=[
+            (name, value)
+            for name, value in response_headers
+            if name.lower() not in ("transfer-encoding", "content-length")
+        ],
         response_raw=response_body,
     )
 
@@ -126,5 +136,5 @@ def _dechunk(body: bytes, side: str) -> bytes:
         start = end + 2
         if start + size > len(body):
             raise _Corrupt(f"the {side}'s chunk of {size} bytes runs past the record")
-        out.append(body[start:start + size])
+        out.append(body[start : start + size])
         position = start + size + 2

@@ -39,9 +39,11 @@ def read(data: Mapping[str, Any], path: Path) -> Iterator[Exchange]:
             uri=text(request, "uri", f"{where}.request", path),
             request_headers=headers(request.get("headers"), f"{where}.request.headers", path),
             status=status(response.get("status"), f"{where}.response", path),
-            response_headers=[(name, value) for name, value in
-                              headers(response.get("headers"), f"{where}.response.headers", path)
-                              if name.lower() not in _PSEUDO_HEADERS],
+            response_headers=[
+                (name, value)
+                for name, value in headers(response.get("headers"), f"{where}.response.headers", path)
+                if name.lower() not in _PSEUDO_HEADERS
+            ],
             response_raw=_body(response.get("body"), f"{where}.response.body", path),
             started_at=str(recorded) if recorded is not None else None,
         )
@@ -68,16 +70,23 @@ def _parts(fields: Mapping[str, Any], where: str, path: Path) -> list[dict[str, 
         if isinstance(value, Mapping) and "path" in value:
             content, _ = _file_bytes(str(value.get("path") or ""), path, f"{where}.{name}.path")
             filename = value.get("name") or _basename(str(value.get("path") or ""))
-            part = stored_part(str(name), filename=str(filename), content_type=_type(value.get("type")),
-                               content=content or b"")
+            part = stored_part(
+                str(name), filename=str(filename), content_type=_type(value.get("type")), content=content or b""
+            )
             if content is None:
                 part.pop("text", None)  # not the file's content: the cassette never held it
                 part.pop("base64", None)
                 part["sha256"] = hashlib.sha256(b"").hexdigest()
             parts.append(part)
         else:
-            parts.append(stored_part(str(name), filename=None, content_type=None,
-                                     content=str(value if value is not None else "").encode("utf-8")))
+            parts.append(
+                stored_part(
+                    str(name),
+                    filename=None,
+                    content_type=None,
+                    content=str(value if value is not None else "").encode("utf-8"),
+                )
+            )
     return parts
 
 

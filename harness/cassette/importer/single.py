@@ -80,8 +80,13 @@ def detect_format(path: str | Path) -> str:
     return read_document(Path(path))[0]
 
 
-def import_file(path: str | Path, *, keep_foreign_hosts: bool = False, secret_headers: Iterable[str] = (),
-                rewrite_request_ids: bool = False) -> CassetteFile:
+def import_file(
+    path: str | Path,
+    *,
+    keep_foreign_hosts: bool = False,
+    secret_headers: Iterable[str] = (),
+    rewrite_request_ids: bool = False,
+) -> CassetteFile:
     """A foreign cassette as ours, in memory and validated. Exchanges with hosts other than the Messages
     API are left out (the count and hosts go in `harness.note`) unless `keep_foreign_hosts`; kept, they
     are scrubbed like the rest."""
@@ -96,11 +101,13 @@ def import_file(path: str | Path, *, keep_foreign_hosts: bool = False, secret_he
     # does): a key sent as one request's x-api-key may be pasted into another's prompt, and a token a
     # left-out refresh call obtained may be echoed in a kept one.
     headers = tuple(secret_headers)
-    secrets = sorted({
-        secret
-        for exchange in exchanges
-        for secret in credentials_sent(exchange.request_headers, urlsplit(exchange.uri), headers)
-    })
+    secrets = sorted(
+        {
+            secret
+            for exchange in exchanges
+            for secret in credentials_sent(exchange.request_headers, urlsplit(exchange.uri), headers)
+        }
+    )
     interactions: list[dict[str, Any]] = []
     skipped_hosts: list[str] = []
     first_api: Exchange | None = None
@@ -113,8 +120,9 @@ def import_file(path: str | Path, *, keep_foreign_hosts: bool = False, secret_he
         elif first_api is None:
             first_api = exchange
         with _unexpected_shape(path, exchange.where):
-            interactions.append(convert(exchange, len(interactions), path, secrets,
-                                         rewrite_request_ids=rewrite_request_ids))
+            interactions.append(
+                convert(exchange, len(interactions), path, secrets, rewrite_request_ids=rewrite_request_ids)
+            )
 
     first_messages_body = next(
         (i["request"].get("body") for i in interactions if i["request"]["path"] == MESSAGES_PATH), None
