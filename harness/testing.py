@@ -69,13 +69,19 @@ def _as_golden(expected: Mapping[str, Any] | Sequence[Any]) -> tuple[dict[str, A
     return {"name": "inline", "cassettes": ["(the run under test)"], "checks": checks}, written
 
 
+def _golden(expected: Expected) -> Golden | None:
+    if isinstance(expected, Golden):
+        return expected
+    if isinstance(expected, str | Path):
+        return load_golden(expected)
+    return None
+
+
 def _checks(expected: Expected) -> tuple[list[GoldenCheck], str | int]:
     """The checks to run, validated exactly as `harness eval` validates a golden file (one schema, from the
     checks' own parameter specs); a problem is a GoldenError naming the place in what was written."""
-    if isinstance(expected, Golden):
-        return expected.checks, expected.run
-    if isinstance(expected, str | Path):
-        golden = load_golden(expected)
+    golden = _golden(expected)
+    if golden is not None:
         return golden.checks, golden.run
     document, written = _as_golden(expected)
     try:
@@ -86,6 +92,15 @@ def _checks(expected: Expected) -> tuple[list[GoldenCheck], str | int]:
         place = shown if shown == where else f"{shown} (in a golden file: {where})"
         raise GoldenError(err.reason, file=INLINE, where=place) from None
     return golden.checks, golden.run
+
+
+def _run(check: GoldenCheck, seen: Trajectory, golden: Golden | None) -> CheckResult:
+    """A check on the run; a judged one (rubric) replays its judgement from the judge cassette beside a golden file."""
+    from harness.evals.judge import JUDGED_CHECKS, Judge
+
+    if check.check in JUDGED_CHECKS and golden is not None and golden.path is not None:
+        return Judge().check(str(golden.path), golden.path, check, seen)[0]
+    return run_check(check.check, seen, check.params, label=check.id)
 
 
 def assert_trajectory(subject: Any, expected: Expected) -> list[CheckResult]:
@@ -99,11 +114,12 @@ def assert_trajectory(subject: Any, expected: Expected) -> list[CheckResult]:
     __tracebackhide__ = True
     trajectory, label = _trajectory(subject)
     try:
-        checks, run = _checks(expected)
+        golden = _golden(expected)
+        checks, run = (golden.checks, golden.run) if golden is not None else _checks(expected)
     except GoldenError as err:  # bad input, not a failed check: one line, raised here so the traceback stops here
         raise GoldenError(err.reason, file=err.file, where=err.where) from None
     seen = trajectory.select_runs(run)
-    results = [run_check(check.check, seen, check.params, label=check.id) for check in checks]
+    results = [_run(check, seen, golden) for check in checks]
     failed = [result for result in results if not result.passed]
     if failed:
         lines = [f"{len(failed)} of {len(results)} check(s) failed on {label}:"]
