@@ -76,7 +76,7 @@ MAX_BLOCKS = 4096  # content blocks in one message; an index past this is a dama
 # The text fields of the deltas the SDK concatenates. Any other delta type (one a later API version adds) passes:
 # the SDK passes it over too.
 _DELTA_TEXT = {"text_delta": "text", "input_json_delta": "partial_json", "thinking_delta": "thinking",
-               "signature_delta": "signature", "compaction_delta": "content"}
+               "signature_delta": "signature"}
 
 
 class MalformedStream(ValueError):
@@ -272,12 +272,15 @@ def _fold_one(message: dict[str, Any], partial_json: dict[int, str], kind: str,
         kind = delta["type"]
         if kind == "input_json_delta":
             partial_json[index] = partial_json.get(index, "") + delta["partial_json"]
-        elif kind in ("text_delta", "thinking_delta", "compaction_delta"):  # compaction: its summary, sent whole
+        elif kind in ("text_delta", "thinking_delta"):
             field = _DELTA_TEXT[kind]
             before = block.get(field, "")
             block[field] = (before if isinstance(before, str) else "") + delta[field]
-            if kind == "compaction_delta" and isinstance(delta.get("encrypted_content"), str):
-                block["encrypted_content"] = delta["encrypted_content"]
+        elif kind == "compaction_delta":  # a compaction's summary, sent whole (null when the compaction failed)
+            for field in ("content", "encrypted_content"):
+                if isinstance(delta.get(field), str):
+                    before = block.get(field)
+                    block[field] = (before if isinstance(before, str) else "") + delta[field]
         elif kind == "signature_delta":
             block["signature"] = delta["signature"]
         elif kind == "citations_delta":
