@@ -518,3 +518,16 @@ def test_inspect_logs_have_a_tool_event_for_every_kind(tmp_path: Path) -> None:
         assert len(tools) == calls
         if path == MCP:
             assert tools[0].metadata == {"kind": "mcp", "mcp_server": "docs"} and tools[0].error is not None
+
+
+def test_self_correction_sees_a_failed_mcp_call_and_its_corrected_retry(tmp_path: Path) -> None:
+    from harness.checks.recovery import self_correction
+
+    result = self_correction(load_trajectory(MCP), {"require_error": True})
+    assert result.passed and result.evidence["errors"] == [
+        {"step": 1, "tool": "search_docs", "id": "mcptoolu_01A7Kq3VxQnKzS1bW4dTtHc2", "recovered": True}]
+    raw = _raw(MCP)
+    content = raw["interactions"][0]["response"]["body"]["content"]
+    content[3]["input"] = dict(content[1]["input"])  # the retry is identical: no correction at all
+    raw["interactions"][1]["request"]["body"]["messages"][1]["content"] = content
+    assert not self_correction(_trajectory_of(raw, tmp_path), {}).passed
