@@ -51,6 +51,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_K,
         help=f"the k of pass@k and pass^k in reports (default {DEFAULT_K}; at most the trials)",
     )
+    parser.add_argument(
+        "--gate",
+        choices=("flip", "significant"),
+        default="flip",
+        help="what exits 1: any check flipping to fail (default), or only a flip that is more than noise over the "
+        "trials (Fisher's exact test, p < 0.05; with one trial a side no flip is)",
+    )
     add_report_arguments(parser)
 
 
@@ -95,7 +102,15 @@ def _sides(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
 def _print(comparison: Mapping[str, Any], console: Console) -> None:
     """One line per case (status, the two sides, where the runs part, deltas), then every flip to fail with its
     reason, then the summary. Plain lines, not a table: a CI log at 80 columns folds a table's cells."""
-    from harness.report._text import counted, divergence_short, side_text, signed, summary_cost_delta
+    from harness.report._text import (
+        counted,
+        delta_with_interval,
+        divergence_short,
+        side_text,
+        signed,
+        summary_cost_delta,
+        trial_rates,
+    )
 
     k = int(comparison["k"])
     style = {
@@ -111,9 +126,12 @@ def _print(comparison: Mapping[str, Any], console: Console) -> None:
         divergence = divergence_short(case["divergence"])
         if divergence != "–":
             parts.append(f"diverges at {divergence}")
-        parts.append(f"Δ tokens {signed((case['usage_delta'] or {}).get('total'))}")
-        parts.append(f"Δ cost {signed(case['cost_delta'], money=True)}")
+        parts.append(delta_with_interval(case, "tokens"))
+        parts.append(delta_with_interval(case, "cost"))
         status = f"[{style[case['status']]}]{case['status']:9}[/]"
+        stats = trial_rates(case)
+        if stats:
+            parts.append(stats)
         console.print(f"{status} {escape(case['id'])}: {escape(' · '.join(parts))}", soft_wrap=True)
         for check in case["checks"]:
             if check["flip"] == "to_pass":
@@ -125,6 +143,15 @@ def _print(comparison: Mapping[str, Any], console: Console) -> None:
                 flip = f"{escape(case['id'])} {escape(check['id'])}: {escape(after['reason'])}"
                 console.print(f"[bold red]FLIP[/] {flip}", soft_wrap=True)
     summary = comparison["summary"]
+    if summary.get("flaky"):
+        console.print(f"flaky (trials both pass and fail): {escape(', '.join(summary['flaky']))}", soft_wrap=True)
+    if summary.get("regressed_within_noise"):
+        gate = "do not fail" if comparison.get("gate") == "significant" else "fail (--gate significant: they would not)"
+        console.print(
+            f"{counted(summary['regressed_within_noise'], 'regression')} within noise (Fisher p ≥ {summary['alpha']}): "
+            f"they {gate}",
+            soft_wrap=True,
+        )
     for side in ("baseline", "candidate"):
         missing = summary[f"only_in_{side}"]
         if missing:
@@ -152,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
         baseline_label=args.baseline,
         candidate_label=args.candidate,
         k=args.k,
+        gate=args.gate,
     )
     console = Console(highlight=False)
     _print(comparison, console)
