@@ -246,3 +246,26 @@ def test_rubric_through_the_registry_alone_says_it_needs_the_judge() -> None:
 
 def test_the_judge_cassette_sits_beside_the_golden() -> None:
     assert judge_cassette_path(REPO / GOLDEN, "rubric") == REPO / JUDGE_CASSETTE
+
+
+# --- reports -------------------------------------------------------------------------------------------------------
+
+
+def test_reports_show_judged_checks_with_the_judges_reasons(tmp_path: Path) -> None:
+    project = clone_of_dayflow(tmp_path)
+    views = {kind: project / f"r.{kind}" for kind in ("markdown", "html", "junit")}
+    flags = [f"--{kind}={path}" for kind, path in views.items()]
+    assert harness_main(["eval", str(project / GOLDEN), *flags]) == 0
+    markdown = views["markdown"].read_text(encoding="utf-8")
+    assert "### ⚖️ Judged checks" in markdown and "claude-sonnet-4-6 (simulator)" in markdown
+    assert "step 2: “Q3 vendor review" in markdown
+    assert "judge claude-sonnet-4-6 (simulator) · score 1.00" in views["html"].read_text(encoding="utf-8")
+    assert "the judge (claude-sonnet-4-6, simulator) says pass" in views["junit"].read_text(encoding="utf-8")
+
+    edit_rubric(project / GOLDEN, criterion="the brief is polite")
+    assert harness_main(["eval", str(project / GOLDEN), *flags]) == 2
+    markdown = views["markdown"].read_text(encoding="utf-8")
+    assert "### ⚖️ Needs re-judging (not a failure of the agent)" in markdown and "Failed checks" not in markdown
+    assert "Needs re-judging (not a failure of the agent)" in views["html"].read_text(encoding="utf-8")
+    junit = views["junit"].read_text(encoding="utf-8")
+    assert "<skipped" in junit and 'failures="0"' in junit
