@@ -269,3 +269,19 @@ def test_reports_show_judged_checks_with_the_judges_reasons(tmp_path: Path) -> N
     assert "Needs re-judging (not a failure of the agent)" in views["html"].read_text(encoding="utf-8")
     junit = views["junit"].read_text(encoding="utf-8")
     assert "<skipped" in junit and 'failures="0"' in junit
+
+
+def test_compare_leaves_a_stale_judgement_out_of_the_flips(tmp_path: Path) -> None:
+    from harness.report.compare import compare_results, comparison_exit_code
+
+    project = clone_of_dayflow(tmp_path)
+    before, after = project / "before.json", project / "after.json"
+    assert harness_main(["eval", str(project / GOLDEN), "--json", str(before)]) == 0
+    edit_rubric(project / GOLDEN, criterion="the brief is polite")
+    assert harness_main(["eval", str(project / GOLDEN), "--json", str(after)]) == 2
+    comparison = compare_results(*(json.loads(p.read_text(encoding="utf-8")) for p in (before, after)))
+    (case,) = comparison["cases"]
+    assert case["needs_rejudging"] == ["rubric"] and comparison["summary"]["needs_rejudging"] == [case["id"]]
+    assert all(check["flip"] is None for check in case["checks"]) and case["status"] != "regressed"
+    assert "rubric" not in [check["id"] for check in case["checks"] if check["candidate"]]
+    assert comparison_exit_code(comparison) == 2

@@ -52,6 +52,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"the k of pass@k and pass^k in reports (default {DEFAULT_K}; at most the trials)",
     )
     parser.add_argument(
+        "--judge",
+        choices=("replay", "record", "rewrite"),
+        default="replay",
+        help="for suites and cassette folders: judged checks (rubric) replay their judge cassettes (default), record "
+        "the judgements missing for the candidate, or rewrite them (as `harness eval --judge`)",
+    )
+    parser.add_argument(
         "--gate",
         choices=("flip", "significant"),
         default="flip",
@@ -84,18 +91,20 @@ def _sides(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
     if kinds[0] == "results":
         return read_results(baseline), read_results(candidate)
     from harness.evals.cassette_sets import anchor_folder, results_for_folder, results_for_suite_file, suites_for
+    from harness.evals.judge import Judge
 
+    judge = Judge(args.judge)
     if kinds[0] == "suite":
         return (
-            results_for_suite_file(baseline, golden_dir=args.golden),
-            results_for_suite_file(candidate, golden_dir=args.golden),
+            results_for_suite_file(baseline, golden_dir=args.golden, judge=judge),
+            results_for_suite_file(candidate, golden_dir=args.golden, judge=judge),
         )
     suites = suites_for(args.suite, args.golden)
     golden_dir = Path(args.golden).resolve() if args.golden else None
     base = anchor_folder(suites, baseline, candidate)
     return (
-        results_for_folder(baseline, base=base, suites=suites, golden_dir=golden_dir),
-        results_for_folder(candidate, base=base, suites=suites, golden_dir=golden_dir),
+        results_for_folder(baseline, base=base, suites=suites, golden_dir=golden_dir, judge=judge),
+        results_for_folder(candidate, base=base, suites=suites, golden_dir=golden_dir, judge=judge),
     )
 
 
@@ -143,6 +152,12 @@ def _print(comparison: Mapping[str, Any], console: Console) -> None:
                 flip = f"{escape(case['id'])} {escape(check['id'])}: {escape(after['reason'])}"
                 console.print(f"[bold red]FLIP[/] {flip}", soft_wrap=True)
     summary = comparison["summary"]
+    if summary.get("needs_rejudging"):
+        console.print(
+            f"[yellow]needs re-judging[/] (left out of the flips; `--judge record` asks the judge): "
+            f"{escape(', '.join(summary['needs_rejudging']))}",
+            soft_wrap=True,
+        )
     if summary.get("flaky"):
         console.print(f"flaky (trials both pass and fail): {escape(', '.join(summary['flaky']))}", soft_wrap=True)
     if summary.get("regressed_within_noise"):

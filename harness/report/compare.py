@@ -349,8 +349,19 @@ def _representative(trials: Sequence[Mapping[str, Any]], checks: Sequence[Mappin
     return trials[0]
 
 
+def _judged_checks_only(trials: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The trials without their checks that need re-judging: a stale judgement is neither a pass nor a fail."""
+    out: list[Mapping[str, Any]] = []
+    for case in trials:
+        stale = set(case.get("needs_rejudging") or ())
+        out.append({**case, "checks": [c for c in case["checks"] if c["id"] not in stale]} if stale else case)
+    return out
+
+
 def compare_case(case_id: str, before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]) -> dict:
     """One case (a group of trials on each side) compared."""
+    stale = sorted({check for case in [*before, *after] for check in case.get("needs_rejudging") or ()})
+    before, after = _judged_checks_only(before), _judged_checks_only(after)
     baseline, candidate = _side(before), _side(after)
     checks = _checks(before, after)
     first_b, first_c = _representative(before, checks, "to_pass"), _representative(after, checks, "to_fail")
@@ -398,6 +409,7 @@ def compare_case(case_id: str, before: Sequence[Mapping[str, Any]], after: Seque
         "usage_delta": usage_delta,
         "cost_delta": cost_delta,
         "significance": significance,
+        "needs_rejudging": stale,
         "flaky": baseline["flaky"] or candidate["flaky"],
         # A regression every flipped check of which is within noise: with --gate significant it does not fail CI.
         "within_noise": status == "regressed" and len(noisy) == len([c for c in checks if c["flip"] == "to_fail"]),
@@ -486,6 +498,7 @@ def compare_results(
         "cost_delta": cost_delta,
         "cost_delta_known": cost_known,
         "flaky": [case["id"] for case in cases if case["flaky"]],
+        "needs_rejudging": [case["id"] for case in cases if case["needs_rejudging"]],
         "regressed_within_noise": sum(1 for case in cases if case["within_noise"]),
         "alpha": ALPHA,
     }
@@ -503,17 +516,18 @@ def compare_results(
 
 
 def comparison_exit_code(comparison: Mapping[str, Any], gate: str | None = None) -> int:
-    """2 a compared case could not run on a side, 1 a check flipped to fail (with gate `significant`: a flip that
-    is more than noise), else 0. The gate is the document's (`compare_results(gate=...)`) unless given."""
+    """2 a compared case could not run on a side; else 1 a check flipped to fail (with gate `significant`: a flip
+    that is more than noise); else 2 when a judged check needs re-judging (its verdict is unknown, so the
+    comparison is not done); else 0. The gate is the document's (`compare_results(gate=...)`) unless given."""
     gate = gate or comparison.get("gate", "flip")
     summary = comparison["summary"]
     if summary["status"] == "error":
         return 2
-    if summary["status"] != "regressed":
-        return 0
-    if gate == "significant":
-        return 1 if summary["regressed"] > summary.get("regressed_within_noise", 0) else 0
-    return 1
+    if summary["status"] == "regressed" and (
+        gate != "significant" or summary["regressed"] > summary.get("regressed_within_noise", 0)
+    ):
+        return 1
+    return 2 if summary.get("needs_rejudging") else 0
 
 
 def write_comparison(path: Any, comparison: Mapping[str, Any]) -> None:
