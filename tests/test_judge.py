@@ -148,13 +148,13 @@ def test_record_asks_a_function_model_once_then_replays_with_no_key(
 
     def judge(request: dict[str, Any]) -> dict[str, Any]:
         asked.append(request)
-        # A plain JSON text answer, fenced, as a model without structured outputs might give it.
+        # The verdict as JSON text: what structured outputs return (the simulator keeps a valid answer as it is).
         answer = {
             "verdict": "fail",
             "score": 0.4,
             "reasons": [{"step": 2, "quote": "## Deadlines this week", "explanation": "a deadline is missing"}],
         }
-        return {"content": [{"type": "text", "text": "```json\n" + json.dumps(answer) + "\n```"}]}
+        return {"content": [{"type": "text", "text": json.dumps(answer)}]}
 
     out = project / "r.json"
     with Simulator(model=judge) as sim:
@@ -235,6 +235,9 @@ def test_judge_request_asks_for_the_verdict_shape_and_reads_plain_json() -> None
         {"content": [{"type": "text", "text": 'Here: {"verdict": "pass", "score": 1, "reasons": []}'}]}
     )
     assert verdict["verdict"] == "pass"
+    # A plain JSON text answer from an endpoint without structured outputs may come fenced.
+    fenced = '```json\n{"verdict": "fail", "score": 0.5, "reasons": []}\n```'
+    assert parse_verdict({"content": [{"type": "text", "text": fenced}]})["score"] == 0.5
     with pytest.raises(ValueError, match=r"not the verdict shape at \$\.verdict"):
         parse_verdict({"content": [{"type": "text", "text": '{"verdict": "maybe", "score": 1, "reasons": []}'}]})
 
