@@ -30,6 +30,17 @@ def cost(value: float | None) -> str:
     return "unpriced" if value is None else f"${value:.4f}"
 
 
+# A cost's parts (harness.pricing.COST_KINDS) as every report names them.
+COST_LABELS = {**{kind: label for kind, label in KIND_LABELS.items() if kind != "total"},
+               "web_search": "web search", "web_fetch": "web fetch"}
+
+
+def cost_parts(by_kind: Mapping[str, float]) -> list[str]:
+    """The non-zero parts of a cost by kind, in the order of COST_LABELS: ["input $0.0312", ...]."""
+    return [f"{COST_LABELS.get(kind, kind)} ${by_kind[kind]:.4f}"
+            for kind in (*COST_LABELS, *(k for k in by_kind if k not in COST_LABELS)) if by_kind.get(kind)]
+
+
 def signed(value: float | int | None, *, money: bool = False) -> str:
     """+12 / −3 / ±0 (a real minus sign, so a column of deltas lines up and reads as numbers)."""
     if value is None:
