@@ -136,7 +136,9 @@ def _sse(text: str) -> Iterator[tuple[str, str, str]]:
         yield joined, "joined stream", anchor
 
 
-def _parsed(text: str, file: Path) -> Any:
+def _parsed(text: str, file: Path, problems: list[HarnessError] | None = None) -> Any:
+    """The file's data, or None: not a structured file, or one that does not parse (then its error is added to
+    `problems`: a corrupt cassette must not pass as "no secrets" when only its raw text could be searched)."""
     name = file.name.lower().removesuffix(".gz")
     if not name.endswith(_STRUCTURED):
         return None
@@ -144,8 +146,15 @@ def _parsed(text: str, file: Path) -> Any:
         if text.lstrip()[:1] in ("{", "["):
             return json.loads(text)
         return parse_yaml(text, file=file)  # the safe loader, alias bombs refused
-    except (ValueError, RecursionError, HarnessError):
-        return None  # not parseable: the raw pass still ran
+    except json.JSONDecodeError as err:
+        problem = HarnessError(f"not valid JSON: {err.msg}", file=file, where=f"line {err.lineno}, column {err.colno}")
+    except RecursionError:
+        problem = HarnessError("nested too deep to parse", file=file)
+    except (ValueError, HarnessError) as err:
+        problem = err if isinstance(err, HarnessError) else HarnessError(str(err), file=file)
+    if problems is not None:
+        problems.append(problem)
+    return None  # not parseable: the raw pass still ran
 
 
 def _where(raw: str, anchor: str) -> int:
@@ -157,12 +166,13 @@ def _where(raw: str, anchor: str) -> int:
     return 1
 
 
-def scan_file(file: Path) -> list[Finding]:
+def scan_file(file: Path, problems: list[HarnessError] | None = None) -> list[Finding]:
+    """The credentials in one file; a structured file that does not parse is added to `problems`, if given."""
     raw_bytes = file.read_bytes()[:_MAX_SCANNED_BYTES]
     text = _decoded(raw_bytes)
     findings = scan_text(text, file)
     seen = {(finding.kind, finding.excerpt) for finding in findings}
-    data = _parsed(text, file)
+    data = _parsed(text, file, problems)
     for hidden, how, anchor in _hidden(data) if data is not None else ():
         for kind, start, end in find_secrets(hidden):
             excerpt = _mask(hidden[start:end])
@@ -173,8 +183,8 @@ def scan_file(file: Path) -> list[Finding]:
     return findings
 
 
-def scan_paths(paths: Iterable[Path]) -> list[Finding]:
+def scan_paths(paths: Iterable[Path], problems: list[HarnessError] | None = None) -> list[Finding]:
     findings: list[Finding] = []
     for file in scanned_files(paths):
-        findings.extend(scan_file(file))
+        findings.extend(scan_file(file, problems))
     return findings

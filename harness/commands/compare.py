@@ -24,6 +24,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from harness import commands
 from harness.commands import add_golden_dir_argument, add_suite_argument
 from harness.errors import HarnessError, absolute
 from harness.evals.results import read_results
@@ -153,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         candidate_label=args.candidate,
         k=args.k,
     )
-    console = Console(highlight=False)
+    console = commands.console(highlight=False)
     _print(comparison, console)
     for path in write_comparison_reports(
         comparison, json_path=args.json_path, markdown=args.markdown, junit=args.junit, html=args.html

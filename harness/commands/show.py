@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 
+from harness import commands
 from harness.jsondata import canonical_json
 from harness.report._text import counted
 from harness.trajectory import Attempt, Run, Step, Trajectory, load_trajectory
@@ -134,5 +135,5 @@ def run(args: argparse.Namespace) -> int:
         data: Any = trajectory.to_dict()
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return 0
-    render(trajectory, Console(), excerpt=args.excerpt)
+    render(trajectory, commands.console(), excerpt=args.excerpt)
     return 0
