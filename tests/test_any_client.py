@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import anthropic
 import httpx2
@@ -49,7 +49,7 @@ class ForwardingTransport(httpx2.BaseTransport):
 class LoggingClient(httpx2.Client):
     """A user's http client class that overrides send and calls through to httpx2's."""
 
-    sent: list[str] = []
+    sent: ClassVar[list[str]] = []
 
     def send(self, request: httpx2.Request, **kwargs: Any) -> httpx2.Response:
         LoggingClient.sent.append(request.url.path)
@@ -186,9 +186,19 @@ class CountingTransport(httpx2.BaseTransport):
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         self.calls += 1
-        return httpx2.Response(200, json={"id": "msg_leaked", "type": "message", "role": "assistant",
-                                          "model": MODEL, "content": [], "stop_reason": "end_turn",
-                                          "usage": {"input_tokens": 1, "output_tokens": 1}}, request=request)
+        return httpx2.Response(
+            200,
+            json={
+                "id": "msg_leaked",
+                "type": "message",
+                "role": "assistant",
+                "model": MODEL,
+                "content": [],
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            },
+            request=request,
+        )
 
 
 class BypassingClient(httpx2.Client):
@@ -206,12 +216,12 @@ def _recorded(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("mode", ["none", "once", "rewrite"])
-def test_a_client_the_cassette_cannot_see_fails_at_once_naming_client_and_transport(tmp_path: Path,
-                                                                                     mode: str) -> None:
+def test_a_client_the_cassette_cannot_see_fails_at_once_naming_client_and_transport(tmp_path: Path, mode: str) -> None:
     path = _recorded(tmp_path)
     transport = CountingTransport()
-    client = anthropic.Anthropic(base_url="http://127.0.0.1:9", max_retries=0,
-                                 http_client=BypassingClient(transport=transport))
+    client = anthropic.Anthropic(
+        base_url="http://127.0.0.1:9", max_retries=0, http_client=BypassingClient(transport=transport)
+    )
     with use_cassette(path, mode=mode), pytest.raises(UninterceptedClient) as raised:  # type: ignore[arg-type]
         client.messages.create(**ASK)
     message = str(raised.value)
@@ -233,15 +243,17 @@ def test_a_send_replaced_on_the_instance_is_stopped_too(tmp_path: Path) -> None:
 
 def test_outside_a_cassette_nothing_is_checked_or_changed() -> None:
     transport = CountingTransport()
-    client = anthropic.Anthropic(api_key="k", base_url="http://127.0.0.1:9", max_retries=0,
-                                 http_client=BypassingClient(transport=transport))
+    client = anthropic.Anthropic(
+        api_key="k", base_url="http://127.0.0.1:9", max_retries=0, http_client=BypassingClient(transport=transport)
+    )
     assert client.messages.create(**ASK).id == "msg_leaked"
     assert transport.calls == 1
 
 
 # -- keys: none needed for the simulator or any loopback base URL --------------------------------------------
 def test_an_agent_with_its_own_client_records_against_the_simulator_with_no_key(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "own.yaml"
     with Simulator() as sim:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.base_url)
@@ -269,8 +281,12 @@ def test_a_key_that_is_set_is_sent_as_it_is(tmp_path: Path) -> None:
         seen.append(request.headers.get("x-api-key"))
         return CountingTransport().handle_request(request)
 
-    client = anthropic.Anthropic(api_key="my-own-key", base_url="https://api.example.com", max_retries=0,
-                                 http_client=httpx2.Client(transport=httpx2.MockTransport(answer)))
+    client = anthropic.Anthropic(
+        api_key="my-own-key",
+        base_url="https://api.example.com",
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(answer)),
+    )
     with use_cassette(tmp_path / "keyed.yaml", mode="once"):
         client.messages.create(**ASK)
     assert seen == [None]  # the SDK sends its key as Authorization; no placeholder was added
