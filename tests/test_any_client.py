@@ -8,6 +8,7 @@ carry a request past the cassette is stopped before sending, naming the client a
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,6 +22,8 @@ from harness.cassette.format import load_cassette
 from harness.cassette.modes import PLACEHOLDER_API_KEY
 from harness.cassette.transport import MissingCredential, UninterceptedClient
 from harness.sim import Simulator
+
+pytest_plugins = ["pytester"]
 
 MODEL = "claude-sonnet-5"
 ASK = {"model": MODEL, "max_tokens": 64, "messages": [{"role": "user", "content": "Say hello."}]}
@@ -291,3 +294,219 @@ def test_a_key_that_is_set_is_sent_as_it_is(tmp_path: Path) -> None:
         client.messages.create(**ASK)
     assert seen == [None]  # the SDK sends its key as Authorization; no placeholder was added
     assert "my-own-key" not in (tmp_path / "keyed.yaml").read_text(encoding="utf-8")
+
+
+# -- any agent shape, under harness record, --trials and harness chaos ---------------------------------------
+AGENT_MODULE = """
+import asyncio
+import json
+from pathlib import Path
+
+import anthropic
+
+ASK = dict(model="claude-sonnet-5", max_tokens=64, messages=[{"role": "user", "content": "Say hello."}])
+
+
+def own_client():  # builds its own client with no key anywhere, returns the Message
+    return anthropic.Anthropic().messages.create(**ASK)
+
+
+async def async_own_client():  # async, its own client, returns a string
+    async with anthropic.AsyncAnthropic() as client:
+        message = await client.messages.create(**ASK)
+    return message.content[0].text
+
+
+async def async_given(client):  # async, given an AsyncAnthropic, returns nothing
+    await client.messages.create(**ASK)
+
+
+def given_returns_dict(client):
+    return {"id": client.messages.create(**ASK).id}
+
+
+def broken():
+    raise RuntimeError("the agent's own bug")
+
+
+def fails_on_replay_when_flagged():
+    anthropic.Anthropic().messages.create(**ASK)
+    if Path("flag").exists():
+        raise RuntimeError("an unrelated failure")
+"""
+
+SHAPES = ("own_client", "async_own_client", "async_given", "given_returns_dict")
+_projects = iter(range(1_000_000))
+
+
+@pytest.fixture
+def shapes_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A user's project whose scenarios are every shape of agent; a module name of its own per test."""
+    module = f"anyclient_agents_{next(_projects)}"
+    names = [*SHAPES, "broken", "fails_on_replay_when_flagged"]
+    table = "\n".join(f'{name} = "{module}:{name}"' for name in names)
+    (tmp_path / "pyproject.toml").write_text(f"[tool.loop-harness.scenarios]\n{table}\n")
+    (tmp_path / f"{module}.py").write_text(AGENT_MODULE)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_harness_record_records_every_agent_shape_with_no_key(
+    shapes_project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.cli import main as harness_main
+
+    with Simulator() as sim:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.base_url)
+        assert harness_main(["record", *SHAPES]) == 0
+        assert harness_main(["record", "async_given", "--trials", "2"]) == 0
+    out = capsys.readouterr().out
+    for name in SHAPES:
+        path = shapes_project / "cassettes" / f"{name}.yaml"
+        assert f"recorded {path}: 1 step, outcome ended" in out
+        text = path.read_text(encoding="utf-8")
+        assert "source: simulator" in text and PLACEHOLDER_API_KEY not in text
+    assert out.count("async_given.trial-") == 2
+
+
+def test_harness_record_goes_on_past_a_failed_scenario_and_sums_up(
+    shapes_project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.cli import main as harness_main
+
+    with Simulator() as sim:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.base_url)
+        assert harness_main(["record", "broken", "own_client"]) == 1
+    captured = capsys.readouterr()
+    assert (shapes_project / "cassettes" / "own_client.yaml").is_file()
+    assert "1 of 2 cassettes not recorded:" in captured.err
+    assert "  broken: RuntimeError: the agent's own bug" in captured.err
+
+
+def test_harness_record_with_neither_key_nor_base_url_says_both_ways_out(
+    shapes_project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.cli import main as harness_main
+
+    assert harness_main(["record", "own_client"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "ANTHROPIC_API_KEY" in err and "ANTHROPIC_BASE_URL" in err and "harness sim" in err
+
+
+@pytest.mark.parametrize("name", ["own_client", "async_own_client", "async_given"])
+def test_harness_chaos_replays_any_agent_shape_under_a_fault(
+    shapes_project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    from harness.cli import main as harness_main
+
+    with Simulator() as sim:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.base_url)
+        assert harness_main(["record", name]) == 0
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")  # replay: no key, no base URL, nothing to reach
+    capsys.readouterr()
+    assert harness_main(["chaos", f"cassettes/{name}.yaml", "--at", "0", "--fault", "529"]) == 0
+    out = capsys.readouterr().out
+    assert "with fault: ended after 1 step, 2 requests: stop_reason end_turn" in out
+    assert "the SDK retried the faulted request; the run ended as recorded" in out
+    assert harness_main(["chaos", f"cassettes/{name}.yaml", "--at", "0", "--fault", "500", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["recorded"] == {"outcome": "ended", "steps": 1, "requests": 1}
+    assert report["result"]["outcome"] == "ended" and report["retried"] is True
+
+
+def test_harness_chaos_does_not_blame_the_fault_for_a_failure_without_it(
+    shapes_project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.cli import main as harness_main
+
+    with Simulator() as sim:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.base_url)
+        assert harness_main(["record", "fails_on_replay_when_flagged"]) == 0
+    (shapes_project / "flag").write_text("")
+    capsys.readouterr()
+    path = "cassettes/fails_on_replay_when_flagged.yaml"
+    assert harness_main(["chaos", path, "--at", "0", "--fault", "529"]) == 2
+    err = capsys.readouterr().err
+    assert "fails on a plain replay of this cassette, with no fault injected: RuntimeError: an unrelated" in err
+    assert "crashed under" not in err
+
+
+# -- the pytest record modes: an agent's own client, no key --------------------------------------------------
+OWN_CLIENT_TEST = """
+import anthropic
+import pytest
+
+@pytest.mark.cassette
+def test_own():
+    message = anthropic.Anthropic().messages.create(
+        model="claude-sonnet-5", max_tokens=64, messages=[{"role": "user", "content": "Say hello."}])
+    assert message.stop_reason == "end_turn"
+"""
+
+
+@pytest.mark.parametrize("mode", ["once", "new_episodes", "fork", "rewrite", "all"])
+def test_pytest_record_modes_record_an_agent_that_builds_its_own_client_with_no_key(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    pytester.makepyfile(test_own=OWN_CLIENT_TEST)
+    with Simulator() as sim:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.base_url)
+        pytester.runpytest(f"--record-mode={mode}").assert_outcomes(passed=1)
+    path = pytester.path / "cassettes" / "test_own" / "test_own.yaml"
+    assert load_cassette(path).meta["source"] == "simulator"
+    assert PLACEHOLDER_API_KEY not in path.read_text(encoding="utf-8")
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    pytester.runpytest().assert_outcomes(passed=1)  # replay: no key, no simulator
+
+
+def test_pytest_simulator_option_answers_a_client_the_agent_builds_itself(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_own=OWN_CLIENT_TEST)
+    pytester.runpytest("--record-mode=once", "--simulator=auto").assert_outcomes(passed=1)
+    path = pytester.path / "cassettes" / "test_own" / "test_own.yaml"
+    assert load_cassette(path).meta["simulator_model"] == "sim-auto"
+
+
+def test_pytest_recording_with_neither_key_nor_base_url_fails_in_one_line(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_own=OWN_CLIENT_TEST)
+    result = pytester.runpytest("--record-mode=once")
+    result.assert_outcomes(failed=1)
+    line = next(line for line in result.outlines if "no API key to record against" in line)
+    assert "ANTHROPIC_API_KEY" in line and "harness sim" in line and "ANTHROPIC_BASE_URL" in line
+    assert "Traceback" not in result.stdout.str() and "transport.py" not in result.stdout.str()
+
+
+AIOHTTP_TEST = """
+import asyncio
+
+import anthropic
+import pytest
+
+ASK = dict(model="claude-sonnet-5", max_tokens=64, messages=[{"role": "user", "content": "Say hello."}])
+
+
+async def ask(times):
+    async with anthropic.AsyncAnthropic(http_client=anthropic.DefaultAioHttpClient()) as client:
+        for _ in range(times):
+            await client.messages.create(**ASK)
+
+
+@pytest.mark.cassette(path="cassettes/aiohttp.yaml")
+def test_aiohttp(request):
+    asyncio.run(ask(int(request.config.getoption("--times", 2))))
+"""
+
+
+def test_pytest_reports_recordings_the_aiohttp_client_never_played(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeconftest("def pytest_addoption(parser):\n    parser.addoption('--times', type=int, default=2)\n")
+    pytester.makepyfile(test_aio=AIOHTTP_TEST.replace('"Say hello."', '"Say hello, twice."'))
+    with Simulator() as sim:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.base_url)
+        pytester.runpytest("--record-mode=once").assert_outcomes(passed=1)
+    assert len(load_cassette(pytester.path / "cassettes" / "aiohttp.yaml").interactions) == 2
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    pytester.runpytest().assert_outcomes(passed=1)
+    result = pytester.runpytest("--times=1")
+    result.assert_outcomes(failed=1)
+    assert "1 recorded interaction was never played (#2)" in result.stdout.str()
