@@ -510,3 +510,35 @@ def test_pytest_reports_recordings_the_aiohttp_client_never_played(
     result = pytester.runpytest("--times=1")
     result.assert_outcomes(failed=1)
     assert "1 recorded interaction was never played (#2)" in result.stdout.str()
+
+
+# -- an agent framework over the SDK, unchanged ---------------------------------------------------------------
+def test_a_pydantic_ai_agent_records_against_the_simulator_and_replays_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pydantic_ai = pytest.importorskip("pydantic_ai", reason="pydantic-ai-slim[anthropic] is a dev extra")
+
+    def weather_agent() -> str:  # as its docs write it: the framework builds the anthropic client itself
+        agent = pydantic_ai.Agent("anthropic:claude-sonnet-4-5", instructions="Be brief.")
+
+        @agent.tool_plain
+        def get_weather(city: str) -> str:
+            """Today's weather in a city."""
+            return f"sunny in {city}"
+
+        return str(agent.run_sync("What is the weather in Paris?").output)
+
+    path = tmp_path / "pydantic_ai.yaml"
+    with Simulator() as sim:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.base_url)  # no key: the framework asks the environment for one
+        with use_cassette(path, mode="once") as recording:
+            recorded = weather_agent()
+    assert len(recording.new_interactions) == 2  # the tool call, then the answer quoting its result
+    assert "sunny in" in recorded
+    assert PLACEHOLDER_API_KEY not in path.read_text(encoding="utf-8")
+    with Simulator() as bystander:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", bystander.base_url)
+        with use_cassette(path, mode="none") as replay:
+            assert weather_agent() == recorded
+        assert bystander.requests_seen == 0
+    assert replay.unplayed == []

@@ -44,6 +44,7 @@ import contextlib
 import contextvars
 import functools
 import ipaddress
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -281,6 +282,12 @@ def _check_credential(cassette: Cassette, request: httpx2.Request) -> None:
         f"no API key to record against {request.url.scheme}://{request.url.host}: set ANTHROPIC_API_KEY, or record "
         "against the local simulator (harness sim --port 8765 &, then ANTHROPIC_BASE_URL=http://127.0.0.1:8765)",
         file=cassette.path)
+
+
+def records_on_loopback() -> bool:
+    """Whether ANTHROPIC_BASE_URL points at loopback (harness sim, a local proxy): recording there needs no key."""
+    base_url = os.environ.get("ANTHROPIC_BASE_URL")
+    return bool(base_url) and _is_loopback(httpx2.URL(base_url).host)
 
 
 def _is_loopback(host: str) -> bool:
