@@ -26,11 +26,15 @@ import base64
 import binascii
 import contextlib
 import functools
+import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import SplitResult, parse_qsl, quote, urlencode
+
+from harness.cassette.multipart import is_match_body, match_body, parse_parts
+from harness.cassette.pdf_streams import holds_pdf, rewrite_flate_streams
 
 REQUEST_HEADERS_KEPT = frozenset({"anthropic-version", "anthropic-beta", "content-type"})
 RESPONSE_HEADERS_KEPT = frozenset(
@@ -94,6 +98,11 @@ OWN_SHAPES: tuple[Shape, ...] = (
     Shape("credential", re.compile(
         rf"(?i)\b(?:api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret|refresh[_-]?token|secret[_-]?key|"
         rf"password|passwd){_FIELD_SEP}(?=[^\s\"'&,;<]*\d)([A-Za-z0-9._~+/\-%]{{16,}})"), 1),
+    # A field that is a credential by its name alone (SECRET_FIELDS), in any container: YAML, JSON, a form.
+    Shape("credential-field", re.compile(
+        r"""(?i)\b(?:authorization[_-]?token|secret[_-]?value|signing[_-]?secret|tunnel[_-]?token)"""
+        r"""\\?["']?\s*(?:[:=]|=>|>)\s*\\?["']?"""  # `\"k\": \"v\"` too: JSON inside a JSON string
+        r"(?!<redacted:)([A-Za-z0-9._~+/\-%=:]{12,})"), 1),
     # "Bearer authentication" is prose; a token has digits and letters and no spaces.
     Shape("bearer-token", re.compile(
         r"(?i)\bbearer\s+((?=[A-Za-z0-9._~+/=\-]*\d)(?=[A-Za-z0-9._~+/=\-]*[A-Za-z])[A-Za-z0-9._~+/=\-]{16,})"), 1),
@@ -170,7 +179,7 @@ _ANCHORS = (
 # Case-insensitive words that start a shape wherever they are ...
 _WORDS = ("bearer", "sessionkey=", "aws")
 # ... and field names that do only when a value follows (`"token": `, `password=`; not `max_tokens`).
-_FIELD_WORDS = ("token", "secret", "key", "password", "passwd")
+_FIELD_WORDS = ("token", "secret", "key", "password", "passwd", "secret_value")
 _BASIC_AUTH_HINT = re.compile(r"://[^\s/@\"']+@")
 _UUID_RE = re.compile(_UUID)
 _BYTE_ANCHORS = tuple(anchor.encode() for anchor in _ANCHORS)
@@ -291,8 +300,54 @@ class Redactor:
         return "".join(out)
 
     def binary(self, raw: bytes) -> bytes:
-        """A binary body (a Files API upload, a multipart part with a file): latin-1 keeps every byte."""
+        """A binary body (a Files API upload, a multipart part with a file, a base64 source's bytes): searched
+        as latin-1, which keeps every byte; a PDF's compressed streams are opened and searched too."""
+        if holds_pdf(raw):
+            raw = rewrite_flate_streams(raw, self._plain_bytes)
+        elif not self._may_hold(raw):
+            return raw  # the cheap pre-check: an image's pixels are megabytes with nothing to find
+        return self._plain_bytes(raw)
+
+    def _plain_bytes(self, raw: bytes) -> bytes:
         return self.text(raw.decode("latin-1")).encode("latin-1")
+
+    def _may_hold(self, raw: bytes) -> bool:
+        return might_hold_secret_bytes(raw) or any(secret.encode("utf-8") in raw for secret in self.known)
+
+    def parts(self, parts: list[Any]) -> list[Any]:
+        """A multipart body's parts, each part's bytes searched (text as text, the rest as binary), its
+        sha256 and size made those of what is stored, so that matching compares like with like."""
+        out = []
+        for part in parts:
+            if not isinstance(part, dict):
+                out.append(self.value(part))
+                continue
+            done = {key: self.value(value) for key, value in part.items()
+                    if key not in ("text", "base64", "sha256", "size")}
+            content: bytes | None = None
+            if isinstance(part.get("text"), str):
+                text = self.text(part["text"])
+                if text != part["text"]:
+                    content, done["text"] = text.encode("utf-8"), text
+                else:
+                    done["text"] = text
+            elif isinstance(part.get("base64"), str):
+                try:
+                    raw = base64.b64decode(part["base64"], validate=True)
+                except (binascii.Error, ValueError):
+                    raw = None
+                cleaned = self.binary(raw) if raw is not None else None
+                if cleaned is not None and cleaned != raw:
+                    content, done["base64"] = cleaned, base64.b64encode(cleaned).decode("ascii")
+                else:
+                    done["base64"] = part["base64"]
+            for key in ("sha256", "size"):
+                if key in part:
+                    done[key] = part[key]
+            if content is not None:
+                done["sha256"], done["size"] = hashlib.sha256(content).hexdigest(), len(content)
+            out.append({key: done[key] for key in part if key in done})
+        return out
 
     def value(self, value: Any) -> Any:
         """A copy of JSON-like `value` with every string redacted; base64 document data decoded first."""
@@ -303,21 +358,41 @@ class Redactor:
         if isinstance(value, dict):
             # Sorted, so that the numbering does not depend on the order the keys were sent in. A field
             # named for a credential ("SecretAccessKey", "refresh_token") is one, whatever its value looks like.
-            done = {key: self._field(key, value[key]) for key in sorted(value, key=str)}
+            done = {key: value[key] if _is_opaque(value, key) else self._field(key, value[key], value)
+                    for key in sorted(value, key=str)}
             if _is_base64_source(value):
-                # An image's pixels hold no text to redact (and are megabytes to search); a PDF or a
-                # text file is searched decoded.
-                is_image = str(value.get("media_type")).startswith("image/")
-                done["data"] = value["data"] if is_image else self._base64(value["data"])
+                # Searched decoded: a PDF (its compressed streams opened), a text file, and an image, whose
+                # pixels pass the byte pre-check in a few milliseconds unless a key was hidden in them.
+                done["data"] = self._base64(value["data"])
             return {key: done[key] for key in value}
         return value
 
-    def _field(self, key: Any, value: Any) -> Any:
-        if isinstance(value, str) and isinstance(key, str) and _TOKEN_LIKE.fullmatch(value):
-            kind = _CREDENTIAL_FIELDS.get(key.lower().replace("-", "_"))
-            if kind:
+    def _field(self, key: Any, value: Any, holder: Mapping[str, Any]) -> Any:
+        if isinstance(value, str) and isinstance(key, str):
+            kind = secret_field_kind(key, holder)
+            if kind and _is_secret_value(value):
                 return self.placeholder(self.known.get(value) or _field_kind(value, kind), value)
+            if _TOKEN_LIKE.fullmatch(value):
+                kind = _CREDENTIAL_FIELDS.get(key.lower().replace("-", "_"))
+                if kind:
+                    return self.placeholder(self.known.get(value) or _field_kind(value, kind), value)
         return self.value(value)
+
+    def learn_fields(self, value: Any) -> None:
+        """Take every value of a field that is a credential by its name alone (an MCP server's
+        `authorization_token`, ...) as a credential of this interaction, so that an echo of it anywhere
+        else (an MCP tool's error, the model's answer) is removed too. Numbers nothing: both the recorder
+        and replay's live redaction learn before they redact, so their placeholders agree."""
+        if isinstance(value, list):
+            for item in value:
+                self.learn_fields(item)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                kind = secret_field_kind(key, value) if isinstance(key, str) else None
+                if kind and isinstance(item, str) and _is_secret_value(item):
+                    self.known.setdefault(item, _field_kind(item, kind))
+                elif isinstance(item, dict | list):
+                    self.learn_fields(item)
 
     def _base64(self, data: str) -> str:
         try:
@@ -406,6 +481,42 @@ _CREDENTIAL_FIELDS = {
     "api_key": "credential", "apikey": "credential", "x_api_key": "credential", "password": "password",
     "private_key": "private-key", "secret": "credential",
 }
+
+
+# Fields the SDK's param and response types define whose value is a credential whatever it looks like
+# (anthropic 2.15: `mcp_servers[].authorization_token`, a GitHub repository resource's and a session
+# resource's `authorization_token`; a vault credential's `access_token`, `refresh_token`,
+# `client_secret` and environment-variable `secret_value`; a webhook endpoint's `signing_secret`; a
+# tunnel's `tunnel_token`), with their placeholder kind.
+SECRET_FIELDS = {
+    "authorization_token": "authorization-token",
+    "access_token": "access-token",
+    "refresh_token": "refresh-token",
+    "client_secret": "client-secret",
+    "secret_value": "secret-value",
+    "signing_secret": "signing-secret",
+    "tunnel_token": "tunnel-token",
+}
+# ... and a field that is one only in a credential object: a vault's `static_bearer` token.
+_TYPED_SECRET_FIELDS = {("static_bearer", "token"): "bearer-token"}
+# Opaque values the API hands out to be sent back verbatim: redaction never reads or rewrites them (a
+# thinking signature is base64 in which `1//0...` or `AIza...` can occur by chance).
+OPAQUE_FIELDS = frozenset({"signature", "encrypted_content", "encrypted_stdout", "encrypted_index"})
+
+
+def secret_field_kind(key: str, holder: Mapping[str, Any]) -> str | None:
+    """The placeholder kind of a field that is a credential by its name (in its object's `type`), else None."""
+    name = key.lower().replace("-", "_")
+    return SECRET_FIELDS.get(name) or _TYPED_SECRET_FIELDS.get((str(holder.get("type")), name))
+
+
+def _is_secret_value(value: str) -> bool:
+    return len(value) >= MIN_SECRET_LENGTH and not PLACEHOLDER.fullmatch(value) and value not in LEGACY_PLACEHOLDERS
+
+
+def _is_opaque(holder: Mapping[str, Any], key: Any) -> bool:
+    """`signature`, `encrypted_*` and a redacted_thinking block's `data`: the API's, kept byte for byte."""
+    return key in OPAQUE_FIELDS or (key == "data" and holder.get("type") == "redacted_thinking")
 
 
 # A value that can be a credential: one word of 16 characters or more with a digit in it, and not one of
@@ -535,11 +646,13 @@ def credentials_sent(headers: Iterable[tuple[str, str]], url: SplitResult,
 Scrubber = Callable[[dict[str, Any]], dict[str, Any] | None]
 """A user hook: gets an interaction about to be written, returns it changed (or None to drop it)."""
 
-_BODY_KEYS = ("body", "body_text", "body_base64", "events")
+_BODY_KEYS = ("body", "body_text", "body_base64", "events", "parts")
 
 
 def _redact_message(redactor: Redactor, message: dict[str, Any]) -> dict[str, Any]:
     out = dict(message)
+    for key in ("body", "events"):
+        redactor.learn_fields(out.get(key))
     if isinstance(out.get("query"), str):
         out["query"] = redactor.query(out["query"])
     if isinstance(out.get("events"), list):
@@ -550,6 +663,8 @@ def _redact_message(redactor: Redactor, message: dict[str, Any]) -> dict[str, An
         out["body_text"] = redactor.text(out["body_text"])
     if isinstance(out.get("body_base64"), str):
         out["body_base64"] = redactor._base64(out["body_base64"])
+    if isinstance(out.get("parts"), list):
+        out["parts"] = redactor.parts(out["parts"])
     for key, value in list(out.items()):
         if key not in _BODY_KEYS and key != "query":
             out[key] = redactor.value(value)
@@ -594,7 +709,15 @@ def redact_live_request(query: str, body: Any, known_secrets: Iterable[str] = ()
     redactor = Redactor.for_credentials(known)  # one numbering, query first: as `redact_interaction` does
     if query:
         query = redactor.query(query)
+    if is_match_body(body):
+        # An upload: its parts as the recorder stored them (bytes inline), redacted the same way, then seen
+        # as matching sees them. A PDF is always opened: its compressed streams pass no byte pre-check.
+        parts = parse_parts(raw) if raw else None
+        if parts is not None and (holds_pdf(raw) or _needs_redaction(body, known, raw)):
+            body = match_body(redactor.parts(parts))
+        return query, body
     if _needs_redaction(body, known, raw):
+        redactor.learn_fields(body)
         if isinstance(body, dict) and set(body) == {"$base64"}:
             body = {"$base64": redactor._base64(body["$base64"])}
         else:
@@ -602,7 +725,7 @@ def redact_live_request(query: str, body: Any, known_secrets: Iterable[str] = ()
     return query, body
 
 
-_TEXT_DOCUMENT = re.compile(r"""["']media_type["']:\s*["'](?!image/)""")
+_BASE64_SOURCE = re.compile(r"""["']media_type["']:\s*["']""")  # a document or image source: searched decoded
 
 
 def _needs_redaction(body: Any, known: tuple[str, ...], raw: bytes | None) -> bool:
@@ -612,12 +735,12 @@ def _needs_redaction(body: Any, known: tuple[str, ...], raw: bytes | None) -> bo
         if might_hold_secret_bytes(raw):
             return True
         return any(secret.encode() in raw for secret in known if len(secret) >= MIN_SECRET_LENGTH) or (
-            b"media_type" in raw and _TEXT_DOCUMENT.search(raw.decode("utf-8", errors="replace")) is not None)
+            b"media_type" in raw and _BASE64_SOURCE.search(raw.decode("utf-8", errors="replace")) is not None)
     text = body if isinstance(body, str) else repr(body)
     if might_hold_secret(text) or any(secret in text for secret in known if len(secret) >= MIN_SECRET_LENGTH):
         return True
-    # A base64 PDF or text file can hide a key that no pre-check sees in the encoded text.
-    return _TEXT_DOCUMENT.search(text) is not None
+    # A base64 PDF, text file or image can hide a key that no pre-check sees in the encoded text.
+    return _BASE64_SOURCE.search(text) is not None
 
 
 def redact_target(target: str) -> str:

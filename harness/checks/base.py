@@ -23,9 +23,13 @@ class CheckResult:
     reason: str  # one sentence a person can act on; names the step on failure
     step: int | None = None  # the step the reason is about (1-based, across the trajectory)
     evidence: dict[str, Any] = field(default_factory=dict)  # JSON-able detail: what was found, what was expected
+    score: float | None = None  # partial credit in [0, 1] where a check grades (trajectory_match's F1, a judge's)
 
     def named(self, name: str) -> CheckResult:
         return replace(self, name=name)
+
+    def graded(self, score: float | None) -> CheckResult:
+        return replace(self, score=score)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -34,6 +38,7 @@ class CheckResult:
             "reason": self.reason,
             "step": self.step,
             "evidence": self.evidence,
+            "score": self.score,
         }
 
 
@@ -50,6 +55,14 @@ class CheckSpec:
     params_schema: dict[str, Any]  # JSON Schema of the `params` object a golden gives it
     # Checks a schema cannot express (a regex that does not compile): (JSON path under params, problem).
     validate_params: Callable[[Mapping[str, Any]], Iterable[tuple[str, str]]] | None = None
+
+    def golden_params_schema(self) -> dict[str, Any]:
+        """`params_schema` as a golden applies it: closed where the check declares its properties and says
+        nothing of others, so a misspelt parameter of any check, a new one included, is refused, not ignored."""
+        schema = dict(self.params_schema)
+        if "properties" in schema and "additionalProperties" not in schema and "patternProperties" not in schema:
+            schema["additionalProperties"] = False
+        return schema
 
 
 def ok(name: str, reason: str, *, step: int | None = None, **evidence: Any) -> CheckResult:
