@@ -145,7 +145,9 @@ def _sse(text: str) -> Iterator[tuple[str, str, str]]:
         yield joined, "joined stream", anchor
 
 
-def _parsed(text: str, file: Path, raw: bytes) -> Any:
+def _parsed(text: str, file: Path, raw: bytes, problems: list[HarnessError] | None = None) -> Any:
+    """The file's data, or None: not a structured file, or one that does not parse (then its error is added to
+    `problems`: a corrupt cassette must not pass as "no secrets" when only its raw text could be searched)."""
     name = file.name.lower().removesuffix(".gz")
     if raw.startswith(HTTPRR_MAGIC):
         return _httprr_bodies(raw, file)
@@ -156,8 +158,15 @@ def _parsed(text: str, file: Path, raw: bytes) -> Any:
             return json.loads(text)
         # The importer's safe loader: it also reads Ruby's `!binary` and aiohttp's `istr` keys as data.
         return parse_yaml(text, file=file, loader=ForeignLoader)  # alias bombs refused
-    except (ValueError, RecursionError, HarnessError):
-        return None  # not parseable: the raw pass still ran
+    except json.JSONDecodeError as err:
+        problem = HarnessError(f"not valid JSON: {err.msg}", file=file, where=f"line {err.lineno}, column {err.colno}")
+    except RecursionError:
+        problem = HarnessError("nested too deep to parse", file=file)
+    except (ValueError, HarnessError) as err:
+        problem = err if isinstance(err, HarnessError) else HarnessError(str(err), file=file)
+    if problems is not None:
+        problems.append(problem)
+    return None  # not parseable: the raw pass still ran
 
 
 def _httprr_bodies(raw: bytes, file: Path) -> list[bytes]:
@@ -181,12 +190,13 @@ def _where(raw: str, anchor: str) -> int:
     return 1
 
 
-def scan_file(file: Path) -> list[Finding]:
+def scan_file(file: Path, problems: list[HarnessError] | None = None) -> list[Finding]:
+    """The credentials in one file; a structured file that does not parse is added to `problems`, if given."""
     raw_bytes = file.read_bytes()[:_MAX_SCANNED_BYTES]
     text = _decoded(raw_bytes)
     findings = scan_text(text, file)
     seen = {(finding.kind, finding.excerpt) for finding in findings}
-    data = _parsed(text, file, raw_bytes)
+    data = _parsed(text, file, raw_bytes, problems)
     for hidden, how, anchor in _hidden(data) if data is not None else ():
         for kind, start, end in find_secrets(hidden):
             excerpt = _mask(hidden[start:end])
@@ -197,8 +207,8 @@ def scan_file(file: Path) -> list[Finding]:
     return findings
 
 
-def scan_paths(paths: Iterable[Path]) -> list[Finding]:
+def scan_paths(paths: Iterable[Path], problems: list[HarnessError] | None = None) -> list[Finding]:
     findings: list[Finding] = []
     for file in scanned_files(paths):
-        findings.extend(scan_file(file))
+        findings.extend(scan_file(file, problems))
     return findings

@@ -24,6 +24,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from harness import commands
 from harness.commands import add_golden_dir_argument, add_suite_argument
 from harness.errors import HarnessError, absolute
 from harness.evals.results import read_results
@@ -196,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
         k=args.k,
         gate=args.gate,
     )
-    console = Console(highlight=False)
+    console = commands.console(highlight=False)
     _print(comparison, console)
     for path in write_comparison_reports(
         comparison, json_path=args.json_path, markdown=args.markdown, junit=args.junit, html=args.html

@@ -86,6 +86,15 @@ def _recorded_duration(trajectory: Trajectory) -> float | None:
     return round(sum(known), 3) if known else None
 
 
+def _named_by(case: Case) -> str:
+    """Who asks for a case's cassette: its golden (and the place in it) and the suite that runs it."""
+    try:
+        place = f" at $.cassettes[{case.golden.cassettes.index(case.cassette)}]"
+    except ValueError:  # the suite's `cassette:` names it, or the corpus folder was moved
+        place = ""
+    return f"golden {case.golden_label} names it{place}, case {case.id} of suite {case.suite}"
+
+
 def run_case(case: Case, *, judge: Judge | None = None) -> dict[str, Any]:
     """One case as its results record: status passed | failed | error, checks, usage, cost, timings.
 
@@ -113,6 +122,8 @@ def run_case(case: Case, *, judge: Judge | None = None) -> dict[str, Any]:
         "timings": {"load_ms": None, "checks_ms": None, "total_ms": None},
     }
     try:
+        if not case.cassette.exists():  # said with who names it: the golden (and suite) to fix, or the file to record
+            raise HarnessError(f"no such cassette; {_named_by(case)}", file=case.cassette)
         cassette = load_cassette_any(case.cassette)
         full = Trajectory.from_cassette(cassette)
         record["timings"]["load_ms"] = elapsed_ms(started)
