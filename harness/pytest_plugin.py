@@ -275,6 +275,10 @@ def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> 
             context = use_cassette(cassette_path, mode, **options)
         if mode == "none":
             request.getfixturevalue("_harness_network_block")
+        elif (simulator_url := _simulator_url(request)) is not None:
+            # Recording against --simulator (or the `simulator` fixture): a client the agent builds itself goes
+            # there too, with no key (the cassette gives a keyless client a placeholder, sent to loopback only).
+            request.getfixturevalue("monkeypatch").setenv("ANTHROPIC_BASE_URL", simulator_url)
         active = context.__enter__()
     except HarnessError as err:
         problem: HarnessError | None = err
@@ -378,6 +382,17 @@ def _mismatch_in(error: BaseException | None) -> Any:
     return None
 
 
+def _missing_credential(error: BaseException | None) -> BaseException | None:
+    """The MissingCredential that `error` is or was raised from, if any (the SDK or an agent may wrap it)."""
+    transport = sys.modules.get("harness.cassette.transport")
+    seen = 0
+    while transport is not None and error is not None and seen < 20:
+        if isinstance(error, transport.MissingCredential):
+            return error
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return None
+
+
 def _where(item: pytest.Item, error: BaseException | None) -> str:
     """The line of the test that led to the request, from the traceback (the SDK's frames are left out)."""
     test_file = str(item.path)
@@ -462,6 +477,9 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         failure = _miss_failure(item, active, raised) or _bad_input_failure(item, raised)
         if failure is not None:
             raise failure from None
+        no_key = _missing_credential(raised)
+        if no_key is not None:  # recording with no key and no simulator: the one line that says both ways out
+            raise pytest.fail.Exception(str(no_key), pytrace=False) from None
         raise
     if session is not None:
         problems = _agent_sdk_problems(item, session)

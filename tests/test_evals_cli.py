@@ -81,6 +81,7 @@ def test_a_failing_check_is_exit_1_with_its_reason(project: Path, capsys: pytest
         "step": 1,
         "name": "passphrase_test_tool",
         "server": False,
+        "kind": "client",
         "is_error": True,
     }
 

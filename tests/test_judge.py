@@ -190,15 +190,19 @@ def test_a_threshold_reads_the_judges_score(tmp_path: Path, monkeypatch: pytest.
     edit_rubric(project / GOLDEN, threshold=0.3)
 
     def judge(request: dict[str, Any]) -> dict[str, Any]:
-        return {"content": json.dumps({"verdict": "fail", "score": 0.4, "reasons": []})}
+        made_up = {"step": 2, "quote": "Lunch with the CEO at noon", "explanation": "not in the brief"}
+        return {"content": json.dumps({"verdict": "fail", "score": 0.4, "reasons": [made_up]})}
 
     out = project / "r.json"
     with Simulator(model=judge) as sim:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.base_url)
         assert harness_main(["eval", str(project / GOLDEN), "--judge", "record", "--json", str(out)]) == 0
-    assert rubric_of(json.loads(out.read_text(encoding="utf-8")))["reason"] == (
-        "the judge (claude-sonnet-4-6, simulator) says fail (score 0.40, threshold 0.3)"
+    check = rubric_of(json.loads(out.read_text(encoding="utf-8")))
+    assert check["passed"] and check["reason"] == (
+        "the judge (claude-sonnet-4-6, simulator) says fail (score 0.40, threshold 0.3): step 2: “Lunch with the CEO "
+        "at noon” (not found in the run) not in the brief"
     )
+    assert check["judge"]["reasons"][0]["quote_found"] is False  # a quote the judge made up reads as such
 
 
 def test_recording_with_nowhere_to_ask_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

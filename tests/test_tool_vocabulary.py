@@ -480,3 +480,54 @@ def test_output_config_is_a_fingerprint_of_the_run() -> None:
     changed = {**body, "output_config": {"format": {"type": "json_schema", "schema": {"type": "object"}}}}
     assert run_fingerprints(body)["output_config"] != run_fingerprints(changed)["output_config"]
     assert "output_config" not in run_fingerprints({"model": "m", "messages": []})
+
+
+# --- exports see every kind ----------------------------------------------------------------------------------
+
+
+def test_otel_spans_carry_each_calls_kind_and_the_api_run_ones_sit_under_their_chat_span() -> None:
+    pytest.importorskip("opentelemetry.sdk")
+    from harness.export.otel import trajectory_spans
+
+    spans = trajectory_spans(load_trajectory(MCP))
+    by_id = {span.context.span_id: span for span in spans}
+    tools = [span for span in spans if span.name.startswith("execute_tool")]
+    assert [(s.attributes["harness.tool.kind"], s.attributes.get("harness.tool.mcp_server")) for s in tools] == [
+        ("mcp", "docs"),
+        ("mcp", "docs"),
+        ("client", None),
+    ]
+    parents = [by_id[s.parent.span_id].name for s in tools]
+    assert parents[:2] == ["chat claude-sonnet-4-5"] * 2 and parents[2].startswith("invoke_agent")
+    assert tools[0].status.status_code.name == "ERROR" and tools[1].status.status_code.name == "UNSET"
+    chats = [span for span in spans if span.name.startswith("chat")]
+    assert sum(s.attributes["harness.cost_usd"] for s in chats) == pytest.approx(load_trajectory(MCP).cost_usd)
+
+
+def test_inspect_logs_have_a_tool_event_for_every_kind(tmp_path: Path) -> None:
+    pytest.importorskip("inspect_ai")
+    from inspect_ai.log import read_eval_log
+
+    from harness.export.inspect_log import CassetteSample, write_inspect_log
+
+    for path, calls in ((MCP, 3), (WEB_SEARCH, 2), (COMPACTION, 0)):
+        out = write_inspect_log(tmp_path / f"{path.stem}.eval", [CassetteSample(load_trajectory(path), str(path))])
+        log = read_eval_log(str(out))
+        assert log.samples is not None
+        tools = [event for event in log.samples[0].events if event.event == "tool"]
+        assert len(tools) == calls
+        if path == MCP:
+            assert tools[0].metadata == {"kind": "mcp", "mcp_server": "docs"} and tools[0].error is not None
+
+
+def test_self_correction_sees_a_failed_mcp_call_and_its_corrected_retry(tmp_path: Path) -> None:
+    from harness.checks.recovery import self_correction
+
+    result = self_correction(load_trajectory(MCP), {"require_error": True})
+    assert result.passed and result.evidence["errors"] == [
+        {"step": 1, "tool": "search_docs", "id": "mcptoolu_01A7Kq3VxQnKzS1bW4dTtHc2", "recovered": True}]
+    raw = _raw(MCP)
+    content = raw["interactions"][0]["response"]["body"]["content"]
+    content[3]["input"] = dict(content[1]["input"])  # the retry is identical: no correction at all
+    raw["interactions"][1]["request"]["body"]["messages"][1]["content"] = content
+    assert not self_correction(_trajectory_of(raw, tmp_path), {}).passed

@@ -71,6 +71,8 @@ def _trajectory_record(full: Trajectory, seen: Trajectory) -> dict[str, Any]:
                 "step": call.step,
                 "name": call.name,
                 "server": call.server,
+                "kind": call.kind,
+                **({"server_name": call.server_name} if call.server_name is not None else {}),
                 "is_error": bool(call.result and call.result.is_error),
             }
             for call in calls
@@ -149,6 +151,9 @@ def run_case(case: Case, *, judge: Judge | None = None) -> dict[str, Any]:
     record["trajectory"] |= {"step_details": step_details(seen, cassette), "run_details": run_details(seen, cassette)}
     record["usage"] = seen.usage.to_dict()
     record["cost_usd"] = seen.cost_usd
+    priced = seen.cost
+    if priced is not None:  # the same cost by kind (tokens, server tool fees): what `harness show` prints
+        record["cost_by_kind"] = priced.to_dict()["by_kind"]
     checks_started = time.perf_counter()
     judge_errors = []
     for check in case.golden.checks:

@@ -119,11 +119,15 @@ def trial_rates(case: Mapping[str, Any]) -> str:
     if not stats or max(case["baseline"]["trials"]["n"], case["candidate"]["trials"]["n"]) < 2:
         return "flaky" if case.get("flaky") else ""
     diff = stats["difference"]
+
+    def rate(value: float) -> str:  # a signed rate difference, two places, a real minus sign
+        return f"{'−' if value < 0 else '+'}{abs(value):.2f}"
+
     noise = "more than noise" if stats["significant"] else "within noise"
     text = (
         f"pass rate {stats['baseline']['estimate']:.2f} {interval(stats['baseline'], rate=True)} → "
         f"{stats['candidate']['estimate']:.2f} {interval(stats['candidate'], rate=True)}, "
-        f"Δ {signed(round(diff['estimate'], 2))} {interval(diff, rate=True)}, p {stats['p_value']:.2g} ({noise})"
+        f"Δ {rate(diff['estimate'])} [{rate(diff['low'])}, {rate(diff['high'])}], p {stats['p_value']:.2g} ({noise})"
     )
     return text + (" · flaky" if case.get("flaky") else "")
 

@@ -79,7 +79,7 @@ class _Aliases:
 def _normal_block(block: Mapping[str, Any], alias: _Aliases) -> dict[str, Any]:
     out = dict(block)
     kind = str(out.get("type", ""))
-    if kind in ("tool_use", "server_tool_use") and "id" in out:
+    if kind in ("tool_use", "server_tool_use", "mcp_tool_use") and "id" in out:
         out["id"] = alias(out["id"])
     if "tool_use_id" in out:
         out["tool_use_id"] = alias(out["tool_use_id"])
@@ -286,7 +286,9 @@ def _tool_items(case: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _tool_label(item: Mapping[str, Any]) -> str:
-    return f"{item['name']}{' (error)' if item.get('is_error') else ''}"
+    # An MCP tool with its server ("docs/search"): two servers may offer tools of one name.
+    name = f"{item['server_name']}/{item['name']}" if item.get("server_name") else item["name"]
+    return f"{name}{' (error)' if item.get('is_error') else ''}"
 
 
 def tool_sequence_changes(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -47,6 +47,7 @@ def _environment() -> jinja2.Environment:
     env.filters.update(
         tokens=_text.tokens,
         cost=_text.cost,
+        cost_parts=_text.cost_parts,
         signed=_text.signed,
         pretty=_pretty,
         check_step=_text.check_step,

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.report._text import KIND_LABELS, KINDS, cost, error_text, one_line, signed, tokens, usage_line
+from harness.report._text import KIND_LABELS, KINDS, cost, cost_parts, error_text, one_line, signed, tokens, usage_line
 from harness.report.compare import comparison_exit_code
 
 __all__ = ["comparison_junit", "results_junit"]
@@ -50,6 +50,8 @@ def _case_out(case: Mapping[str, Any]) -> str:
         )
     lines.append(f"tokens: {usage_line(case.get('usage'))}")
     lines.append(f"cost: {cost(case.get('cost_usd'))}")
+    if case.get("cost_by_kind"):
+        lines.append(f"cost by kind: {' · '.join(cost_parts(case['cost_by_kind']))}")
     return "\n".join(lines)
 
 

@@ -15,6 +15,7 @@ from harness.report._text import (
     KINDS,
     check_step,
     cost,
+    cost_parts,
     delta_with_interval,
     divergence_short,
     error_text,
@@ -194,10 +195,11 @@ def _usage_table(cases: Sequence[Mapping[str, Any]]) -> list[str]:
                 tokens(digest.get("steps")),
                 tokens(digest.get("tool_calls")),
                 *(tokens(usage.get(kind)) for kind in KINDS),
+                " · ".join(cost_parts(case.get("cost_by_kind") or {})) or "–",
                 cost(case.get("cost_usd")) if digest else "–",
             ]
         )
-    headers = ["case", "status", "steps", "tool calls", *(KIND_LABELS[k] for k in KINDS), "cost"]
+    headers = ["case", "status", "steps", "tool calls", *(KIND_LABELS[k] for k in KINDS), "cost by kind", "cost"]
     return ["<details>", "<summary>Tokens and cost per case</summary>", "", *table(headers, rows), "", "</details>", ""]
 
 
