@@ -593,3 +593,33 @@ def test_the_new_form_constructor_reads_one_string_and_builds_nothing_else(value
         import_file(source)
     assert raised.value.file == str(source) and raised.value.where
     assert not marker.exists()
+
+
+def test_an_httprr_header_line_ending_in_a_bare_lf_is_read_as_go_reads_it(tmp_path: Path) -> None:
+    # Traces whose scrubber rewrote a header by hand (langchaingo's) end that line in "\n", not "\r\n".
+    trace = httprr_trace()
+    size_line = trace.split(b"\n")[1]
+    request_size, response_size = (int(n) for n in size_line.split())
+    length_line = next(line for line in trace.split(b"\r\n") if line.startswith(b"Content-Length: "))
+    hand_scrubbed = trace.replace(length_line + b"\r\n", length_line + b"\n", 1)
+    hand_scrubbed = hand_scrubbed.replace(size_line, f"{request_size - 1} {response_size}".encode(), 1)
+    source = tmp_path / "scrubbed.httprr"
+    source.write_bytes(hand_scrubbed)
+    first = import_file(source).interactions[0]
+    assert first["request"]["headers"] == {"anthropic-version": "2023-06-01", "content-type": "application/json"}
+    assert first["request"]["body"] == REQUEST
+
+
+def test_a_gzipped_httprr_trace_imports_and_scan_reads_it(tmp_path: Path) -> None:
+    import gzip
+
+    from harness.cassette.scan import scan_paths
+
+    source = tmp_path / "testdata" / "TestFruit.httprr.gz"  # langchaingo keeps its traces compressed
+    source.parent.mkdir()
+    source.write_bytes(gzip.compress(httprr_trace()))
+    assert detect_format(source) == HTTPRR
+    (written,) = import_paths([source.parent], tmp_path / "out")
+    assert written.name == "TestFruit.yaml" and KEY not in written.read_text(encoding="utf-8")
+    assert replay_messages(written) == (MESSAGE, "A pear.")
+    assert any(finding.kind.startswith("anthropic-key") for finding in scan_paths([source]))

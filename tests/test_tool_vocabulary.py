@@ -480,3 +480,136 @@ def test_output_config_is_a_fingerprint_of_the_run() -> None:
     changed = {**body, "output_config": {"format": {"type": "json_schema", "schema": {"type": "object"}}}}
     assert run_fingerprints(body)["output_config"] != run_fingerprints(changed)["output_config"]
     assert "output_config" not in run_fingerprints({"model": "m", "messages": []})
+
+
+# --- exports see every kind ----------------------------------------------------------------------------------
+
+
+def test_otel_spans_carry_each_calls_kind_and_the_api_run_ones_sit_under_their_chat_span() -> None:
+    pytest.importorskip("opentelemetry.sdk")
+    from harness.export.otel import trajectory_spans
+
+    spans = trajectory_spans(load_trajectory(MCP))
+    by_id = {span.context.span_id: span for span in spans}
+    tools = [span for span in spans if span.name.startswith("execute_tool")]
+    assert [(s.attributes["harness.tool.kind"], s.attributes.get("harness.tool.mcp_server")) for s in tools] == [
+        ("mcp", "docs"),
+        ("mcp", "docs"),
+        ("client", None),
+    ]
+    parents = [by_id[s.parent.span_id].name for s in tools]
+    assert parents[:2] == ["chat claude-sonnet-4-5"] * 2 and parents[2].startswith("invoke_agent")
+    assert tools[0].status.status_code.name == "ERROR" and tools[1].status.status_code.name == "UNSET"
+    chats = [span for span in spans if span.name.startswith("chat")]
+    assert sum(s.attributes["harness.cost_usd"] for s in chats) == pytest.approx(load_trajectory(MCP).cost_usd)
+
+
+def test_inspect_logs_have_a_tool_event_for_every_kind(tmp_path: Path) -> None:
+    pytest.importorskip("inspect_ai")
+    from inspect_ai.log import read_eval_log
+
+    from harness.export.inspect_log import CassetteSample, write_inspect_log
+
+    for path, calls in ((MCP, 3), (WEB_SEARCH, 2), (COMPACTION, 0)):
+        out = write_inspect_log(tmp_path / f"{path.stem}.eval", [CassetteSample(load_trajectory(path), str(path))])
+        log = read_eval_log(str(out))
+        assert log.samples is not None
+        tools = [event for event in log.samples[0].events if event.event == "tool"]
+        assert len(tools) == calls
+        if path == MCP:
+            assert tools[0].metadata == {"kind": "mcp", "mcp_server": "docs"} and tools[0].error is not None
+
+
+def test_self_correction_sees_a_failed_mcp_call_and_its_corrected_retry(tmp_path: Path) -> None:
+    from harness.checks.recovery import self_correction
+
+    result = self_correction(load_trajectory(MCP), {"require_error": True})
+    assert result.passed and result.evidence["errors"] == [
+        {"step": 1, "tool": "search_docs", "id": "mcptoolu_01A7Kq3VxQnKzS1bW4dTtHc2", "recovered": True}
+    ]
+    raw = _raw(MCP)
+    content = raw["interactions"][0]["response"]["body"]["content"]
+    content[3]["input"] = dict(content[1]["input"])  # the retry is identical: no correction at all
+    raw["interactions"][1]["request"]["body"]["messages"][1]["content"] = content
+    assert not self_correction(_trajectory_of(raw, tmp_path), {}).passed
+
+
+@pytest.mark.real_cassettes
+def test_show_a_real_code_execution_its_container_and_output(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_checks_support import REAL
+
+    path = REAL / "pydantic-ai/models/cassettes/test_anthropic/test_anthropic_code_execution_tool_stream.yaml"
+    out = _show(path, capsys, monkeypatch)
+    assert "container container_011CaNRFAbjdPf4rmBarZzqQ (expires 2026-04-24T11:13:36.730129Z)" in out
+    assert "exit 0" in out and "stdout: -428330955.97745" in out
+    (call,) = load_trajectory(path).tool_calls
+    assert call.result is not None and call.result.details == {
+        "return_code": 0,
+        "stdout": "-428330955.97745\n",
+        "stderr": "",
+    }
+
+
+def test_a_fetched_page_reads_as_its_title_url_and_text() -> None:
+    fetch = {
+        "type": "web_fetch_tool_result",
+        "tool_use_id": "srvtoolu_01F",
+        "content": {
+            "type": "web_fetch_result",
+            "url": "https://example.com/guide",
+            "retrieved_at": "2026-11-30T10:00:00Z",
+            "content": {
+                "type": "document",
+                "title": "The guide",
+                "source": {"type": "text", "media_type": "text/plain", "data": "Step one: read it."},
+            },
+        },
+    }
+    failed = {
+        "type": "web_fetch_tool_result",
+        "tool_use_id": "srvtoolu_01G",
+        "content": {"type": "web_fetch_tool_result_error", "error_code": "url_not_accessible"},
+    }
+    message = {
+        "id": "msg_f",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [
+            {
+                "type": "server_tool_use",
+                "id": "srvtoolu_01F",
+                "name": "web_fetch",
+                "input": {"url": "https://example.com/guide"},
+            },
+            fetch,
+            {
+                "type": "server_tool_use",
+                "id": "srvtoolu_01G",
+                "name": "web_fetch",
+                "input": {"url": "https://example.com/private"},
+            },
+            failed,
+            {"type": "text", "text": "Read it."},
+        ],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 10, "output_tokens": 5, "server_tool_use": {"web_fetch_requests": 2}},
+    }
+    request = {"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": [{"role": "user", "content": "Read"}]}
+    trajectory = Trajectory.from_exchanges([Exchange(request=request, message=message, status=200)])
+    page, refused = trajectory.tool_calls
+    assert page.output == "The guide <https://example.com/guide>\nStep one: read it."
+    assert page.result is not None and page.result.details == {
+        "url": "https://example.com/guide",
+        "title": "The guide",
+        "retrieved_at": "2026-11-30T10:00:00Z",
+        "media_type": "text/plain",
+        "chars": 18,
+    }
+    assert refused.is_error and refused.result is not None and refused.result.error_code == "url_not_accessible"
+    assert tool_ids_matched(trajectory, {}).passed
+    assert trajectory.usage.web_fetch_requests == 2 and trajectory.cost_usd == pytest.approx(
+        (10 * 3 + 5 * 15) / MILLION
+    )

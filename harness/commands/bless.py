@@ -35,6 +35,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.syntax import Syntax
 
+from harness import commands
 from harness.cassette.format import atomic_write_text
 from harness.checks.answer import headings
 from harness.checks.base import CheckResult
@@ -334,7 +335,7 @@ def _confirm(console: Console, path: Path, assume_yes: bool) -> bool | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    console = Console()
+    console = commands.console()
     cassette = Path(args.cassette)
     if args.headroom < 1:
         raise HarnessError(f"--headroom must be at least 1, got {args.headroom}")

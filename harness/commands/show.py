@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 
+from harness import commands
 from harness.jsondata import canonical_json
 from harness.pricing import Cost
 from harness.report._text import cost_parts, counted
@@ -243,5 +244,5 @@ def run(args: argparse.Namespace) -> int:
         data: Any = trajectory.to_dict()
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return 0
-    render(trajectory, Console(), excerpt=args.excerpt)
+    render(trajectory, commands.console(), excerpt=args.excerpt)
     return 0
