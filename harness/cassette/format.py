@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import yaml
 
+from harness.cassette import fast_yaml
 from harness.cassette.multipart import check_part_files, externalize_large_parts
 from harness.cassette.sse import MalformedStream, check_stream
 from harness.errors import CassetteError, absolute
@@ -430,17 +431,30 @@ def load_cassette(path: str | Path) -> CassetteFile:
     key = cache.key(raw) if cache is not None and len(raw) >= CACHE_MIN_BYTES else None
     data = cache.get(key) if cache is not None and key is not None else None
     if data is None:
-        data = parse_yaml(decode_utf8(raw, path), file=path)
-        refuse_what_json_cannot_hold(data, file=path)  # a foreign file's dates are the importer's to convert
+        data, json_only = _parse_cassette_text(decode_utf8(raw, path), path)
         validate(data, file=path)
         if cache is not None and key is not None:
-            cache.put(key, data)
+            cache.put(key, data, json_only=json_only)
     else:
         validate(data, file=path)  # what the cache gives back is checked like what the parser gives
     if any("parts" in interaction["request"] for interaction in data["interactions"]):
         # Large upload parts kept beside the cassette must still be the bytes that were recorded.
         check_part_files(data["interactions"], path, read_bytes_bounded)
     return CassetteFile(meta=data["harness"], interactions=data["interactions"], path=path)
+
+
+def _parse_cassette_text(text: str, path: Path) -> tuple[Any, bool]:
+    """The data, and whether it came from the fast reader. Our own dialect goes through the fast reader (JSON's
+    types only, text keys, at most MAX_DEPTH deep, by construction); anything else, a hand-edited file say,
+    through the safe loader and its checks, which also word every refusal."""
+    try:
+        with _collector_paused():
+            return fast_yaml.load(text), True
+    except fast_yaml.NotOurDialect:
+        pass
+    data = parse_yaml(text, file=path)
+    refuse_what_json_cannot_hold(data, file=path)  # a foreign file's dates are the importer's to convert
+    return data, False
 
 
 def check_streams(cassette: CassetteFile) -> None:
@@ -528,15 +542,18 @@ class _ParseCache:
                 os.utime(entry)  # recently used: pruned last
         return stored["data"]
 
-    def put(self, key: str, data: dict[str, Any]) -> None:
+    def put(self, key: str, data: dict[str, Any], *, json_only: bool = False) -> None:
+        """Store `data`; `json_only` says it holds JSON's types only (the fast reader's), so it reads back
+        equal without the round trip that checks it (a third of a cold load)."""
         try:  # ASCII escapes: even a lone surrogate from a YAML escape writes out and reads back
             text = json.dumps({"key": key, "data": data})
         except (TypeError, ValueError):
             return  # YAML gave something JSON has no word for (a date, bytes, a set): parse it each time
-        with _collector_paused():
-            same = json.loads(text)["data"] == data
-        if not same:  # e.g. an integer mapping key, which JSON turns into a string
-            return
+        if not json_only:
+            with _collector_paused():
+                same = json.loads(text)["data"] == data
+            if not same:  # e.g. an integer mapping key, which JSON turns into a string
+                return
         with contextlib.suppress(OSError):
             # Not fsynced: an entry is disposable, and one cut short by a crash fails its key check and is
             # written again. The folder is counted (and pruned) on this process's first write and whenever
