@@ -12,6 +12,7 @@ import pytest
 
 from harness.cli import main as harness_main
 from harness.report.compare import compare_results, comparison_exit_code
+from harness.report.html import comparison_html
 from harness.report.markdown import comparison_markdown
 from harness.report.significance import fisher_exact, mean_difference, rate_difference, wilson
 from harness.report.trials import trial_case_id
@@ -99,6 +100,9 @@ def test_compare_over_trials_shows_intervals_and_marks_a_flaky_case(one_run: dic
     text = comparison_markdown(comparison)
     assert "pass rate 1.00 [0.57, 1.00] → 0.60 [0.23, 0.88]" in text and "flaky" in text
     assert "p 0.44 (within noise)" in text
+    html = comparison_html(comparison)
+    assert "pass rate 1.00 [0.57, 1.00] → 0.60 [0.23, 0.88]" in html and "<strong>Flaky</strong>" in html
+    assert "Δ tokens +200 [+188.5, +211.5]" in html
 
 
 def test_a_clear_regression_fails_the_significant_gate(one_run: dict[str, Any]) -> None:
