@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: eval test lint cassettes clean
+.PHONY: eval test lint docs cassettes clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,9 +33,13 @@ test: $(STAMP) $(TS_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n 2 -q
 
+## The docs site, built --strict into site/ (reference pages generated from the code).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict --site-dir site
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) build *.egg-info reports
+	rm -rf $(VENV) build *.egg-info reports site
