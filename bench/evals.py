@@ -26,6 +26,7 @@ from pathlib import Path
 from harness.cassette.format import CassetteFile, load_cassette
 from harness.checks.registry import run_check
 from harness.evals.golden import Golden
+from harness.evals.judge import JUDGED_CHECKS, Judge
 from harness.evals.suite import load_suite
 from harness.trajectory import Trajectory
 
@@ -38,11 +39,15 @@ def _cases() -> list[tuple[CassetteFile, Golden]]:
 
 
 def _time_checks(work: Sequence[tuple[Trajectory, Golden]]) -> float:
+    judge = Judge()  # judged checks (rubric) replay their judge cassette, read once per repeat
     started = time.perf_counter()
     for trajectory, golden in work:
         seen = trajectory.select_runs(golden.run)
         for check in golden.checks:
-            result = run_check(check.check, seen, check.params, label=check.id)
+            if check.check in JUDGED_CHECKS:
+                result = judge.check(golden.name, golden.path, check, seen)[0]
+            else:
+                result = run_check(check.check, seen, check.params, label=check.id)
             if not result.passed:
                 raise SystemExit(f"bench: a bundled check failed ({check.id}: {result.reason}); fix that first")
     return time.perf_counter() - started

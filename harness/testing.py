@@ -35,11 +35,17 @@ def _trajectory(subject: Any) -> tuple[Trajectory, str]:
                     "path, an active cassette, a RunResult or a Trajectory")
 
 
-def _checks(expected: Expected) -> tuple[list[GoldenCheck], str | int]:
+def _golden(expected: Expected) -> Golden | None:
     if isinstance(expected, Golden):
-        return expected.checks, expected.run
+        return expected
     if isinstance(expected, str | Path):
-        golden = load_golden(expected)
+        return load_golden(expected)
+    return None
+
+
+def _checks(expected: Expected) -> tuple[list[GoldenCheck], str | int]:
+    golden = _golden(expected)
+    if golden is not None:
         return golden.checks, golden.run
     if isinstance(expected, Mapping):
         if "checks" in expected:  # a golden document given inline
@@ -56,6 +62,15 @@ def _checks(expected: Expected) -> tuple[list[GoldenCheck], str | int]:
     return checks, "all"
 
 
+def _run(check: GoldenCheck, seen: Trajectory, golden: Golden | None) -> CheckResult:
+    """A check on the run; a judged one (rubric) replays its judgement from the judge cassette beside a golden file."""
+    from harness.evals.judge import JUDGED_CHECKS, Judge
+
+    if check.check in JUDGED_CHECKS and golden is not None and golden.path is not None:
+        return Judge().check(str(golden.path), golden.path, check, seen)[0]
+    return run_check(check.check, seen, check.params, label=check.id)
+
+
 def assert_trajectory(subject: Any, expected: Expected) -> list[CheckResult]:
     """Run the expected checks on `subject`'s trajectory; raise AssertionError listing every failure.
 
@@ -66,9 +81,10 @@ def assert_trajectory(subject: Any, expected: Expected) -> list[CheckResult]:
     """
     __tracebackhide__ = True
     trajectory, label = _trajectory(subject)
-    checks, run = _checks(expected)
+    golden = _golden(expected)
+    checks, run = (golden.checks, golden.run) if golden is not None else _checks(expected)
     seen = trajectory.select_runs(run)
-    results = [run_check(check.check, seen, check.params, label=check.id) for check in checks]
+    results = [_run(check, seen, golden) for check in checks]
     failed = [result for result in results if not result.passed]
     if failed:
         lines = [f"{len(failed)} of {len(results)} check(s) failed on {label}:"]

@@ -195,6 +195,8 @@ def test_every_check_has_a_valid_params_schema() -> None:
         "outcome",
         "budgets",
         "no_repeated_calls",
+        "tool_permissions",
+        "rubric",
     }
     for spec in CHECKS.values():
         jsonschema.Draft202012Validator.check_schema(spec.params_schema)

@@ -101,13 +101,16 @@ def test_an_input_token_limit_refuses_a_prompt_bigger_than_what_is_left_until_it
         assert client.messages.create(**big).type == "message"
 
 
-def test_without_limits_the_headers_stay_the_fixed_defaults() -> None:
-    with Simulator() as sim:
+def test_without_limits_the_headers_carry_the_defaults_and_real_time_resets() -> None:
+    clock = FakeClock()
+    with Simulator(rate_limits=RateLimits(clock=clock)) as sim:
         assert sim.resources.limiter is None
         client = anthropic.Anthropic(base_url=sim.base_url, api_key="sim-key", max_retries=0)
         headers = client.messages.with_raw_response.create(**HELLO).headers
         assert headers["anthropic-ratelimit-requests-limit"] == "4000"
-        assert headers["anthropic-ratelimit-requests-reset"] == "2026-09-07T08:00:00Z"
+        # one request of 4,000 a minute comes back in 15 ms: full again within the second (rounded up)
+        assert headers["anthropic-ratelimit-requests-reset"] == "2027-01-15T08:00:01Z"
+        assert headers["anthropic-ratelimit-tokens-reset"] == "2027-01-15T08:00:00Z"
 
 
 def test_sim_cli_takes_the_limits_and_refuses_a_bad_one(capsys: pytest.CaptureFixture[str]) -> None:

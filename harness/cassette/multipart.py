@@ -103,6 +103,13 @@ def parse_parts(raw: bytes) -> list[dict[str, Any]] | None:
     return None if parts is None else [_stored_part(part) for part in parts]
 
 
+def stored_part(name: str, *, filename: str | None, content_type: str | None, content: bytes,
+                headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """One part as a cassette stores it, built from what a foreign recorder kept (R vcr's `fields:`)."""
+    return _stored_part(Part(name=name, filename=filename, content_type=content_type, headers=dict(headers or {}),
+                             content=content))
+
+
 def _stored_part(part: Part, *, content: bool = True) -> dict[str, Any]:
     stored: dict[str, Any] = {"name": part.name}
     if part.filename is not None:
@@ -166,8 +173,18 @@ def _base64_or_none(text: str) -> bytes | None:
 # Matching: what identifies a part, and a diff that names the part
 
 
+# Per-part headers that describe how the bytes travelled, not what the API is sent: Ruby's and R's clients
+# write `Content-Length` and `Content-Transfer-Encoding: binary` on each part, the Python SDK neither.
+TRANSPORT_PART_HEADERS = frozenset({"content-length", "content-transfer-encoding"})
+
+
 def _view(part: Mapping[str, Any]) -> dict[str, Any]:
-    view = {key: part[key] for key in ("name", "filename", "content_type", "headers") if key in part}
+    """What the API sees of a part: its name, filename, content type, other headers and bytes (by hash)."""
+    view = {key: part[key] for key in ("name", "filename", "content_type") if key in part}
+    headers = {name: value for name, value in (part.get("headers") or {}).items()
+               if str(name).lower() not in TRANSPORT_PART_HEADERS}
+    if headers:
+        view["headers"] = headers
     view["sha256"] = part.get("sha256")
     view["size"] = part.get("size")
     return view
@@ -200,7 +217,7 @@ def diff_parts(recorded: Mapping[str, Any], actual: Mapping[str, Any]) -> list[s
     changed (sha256 1a2b3c4d5e6f… -> 9f8e7d6c5b4a…, 6 -> 7 bytes)"."""
     old, new = recorded[MATCH_KEY], actual[MATCH_KEY]
     lines = []
-    for index, (before, after) in enumerate(zip(old, new, strict=False)):
+    for index, (before, after) in enumerate(zip(old, new, strict=False)):  # views: transport headers left out
         label = _label(index, after)
         for key in ("name", "filename", "content_type", "headers"):
             if before.get(key) != after.get(key):

@@ -26,11 +26,15 @@ import base64
 import binascii
 import contextlib
 import functools
+import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import SplitResult, parse_qsl, quote, urlencode
+
+from harness.cassette.multipart import is_match_body, match_body, parse_parts
+from harness.cassette.pdf_streams import holds_pdf, rewrite_flate_streams
 
 REQUEST_HEADERS_KEPT = frozenset({"anthropic-version", "anthropic-beta", "content-type"})
 RESPONSE_HEADERS_KEPT = frozenset(
@@ -291,8 +295,54 @@ class Redactor:
         return "".join(out)
 
     def binary(self, raw: bytes) -> bytes:
-        """A binary body (a Files API upload, a multipart part with a file): latin-1 keeps every byte."""
+        """A binary body (a Files API upload, a multipart part with a file, a base64 source's bytes): searched
+        as latin-1, which keeps every byte; a PDF's compressed streams are opened and searched too."""
+        if holds_pdf(raw):
+            raw = rewrite_flate_streams(raw, self._plain_bytes)
+        elif not self._may_hold(raw):
+            return raw  # the cheap pre-check: an image's pixels are megabytes with nothing to find
+        return self._plain_bytes(raw)
+
+    def _plain_bytes(self, raw: bytes) -> bytes:
         return self.text(raw.decode("latin-1")).encode("latin-1")
+
+    def _may_hold(self, raw: bytes) -> bool:
+        return might_hold_secret_bytes(raw) or any(secret.encode("utf-8") in raw for secret in self.known)
+
+    def parts(self, parts: list[Any]) -> list[Any]:
+        """A multipart body's parts, each part's bytes searched (text as text, the rest as binary), its
+        sha256 and size made those of what is stored, so that matching compares like with like."""
+        out = []
+        for part in parts:
+            if not isinstance(part, dict):
+                out.append(self.value(part))
+                continue
+            done = {key: self.value(value) for key, value in part.items()
+                    if key not in ("text", "base64", "sha256", "size")}
+            content: bytes | None = None
+            if isinstance(part.get("text"), str):
+                text = self.text(part["text"])
+                if text != part["text"]:
+                    content, done["text"] = text.encode("utf-8"), text
+                else:
+                    done["text"] = text
+            elif isinstance(part.get("base64"), str):
+                try:
+                    raw = base64.b64decode(part["base64"], validate=True)
+                except (binascii.Error, ValueError):
+                    raw = None
+                cleaned = self.binary(raw) if raw is not None else None
+                if cleaned is not None and cleaned != raw:
+                    content, done["base64"] = cleaned, base64.b64encode(cleaned).decode("ascii")
+                else:
+                    done["base64"] = part["base64"]
+            for key in ("sha256", "size"):
+                if key in part:
+                    done[key] = part[key]
+            if content is not None:
+                done["sha256"], done["size"] = hashlib.sha256(content).hexdigest(), len(content)
+            out.append({key: done[key] for key in part if key in done})
+        return out
 
     def value(self, value: Any) -> Any:
         """A copy of JSON-like `value` with every string redacted; base64 document data decoded first."""
@@ -305,10 +355,9 @@ class Redactor:
             # named for a credential ("SecretAccessKey", "refresh_token") is one, whatever its value looks like.
             done = {key: self._field(key, value[key]) for key in sorted(value, key=str)}
             if _is_base64_source(value):
-                # An image's pixels hold no text to redact (and are megabytes to search); a PDF or a
-                # text file is searched decoded.
-                is_image = str(value.get("media_type")).startswith("image/")
-                done["data"] = value["data"] if is_image else self._base64(value["data"])
+                # Searched decoded: a PDF (its compressed streams opened), a text file, and an image, whose
+                # pixels pass the byte pre-check in a few milliseconds unless a key was hidden in them.
+                done["data"] = self._base64(value["data"])
             return {key: done[key] for key in value}
         return value
 
@@ -535,7 +584,7 @@ def credentials_sent(headers: Iterable[tuple[str, str]], url: SplitResult,
 Scrubber = Callable[[dict[str, Any]], dict[str, Any] | None]
 """A user hook: gets an interaction about to be written, returns it changed (or None to drop it)."""
 
-_BODY_KEYS = ("body", "body_text", "body_base64", "events")
+_BODY_KEYS = ("body", "body_text", "body_base64", "events", "parts")
 
 
 def _redact_message(redactor: Redactor, message: dict[str, Any]) -> dict[str, Any]:
@@ -550,6 +599,8 @@ def _redact_message(redactor: Redactor, message: dict[str, Any]) -> dict[str, An
         out["body_text"] = redactor.text(out["body_text"])
     if isinstance(out.get("body_base64"), str):
         out["body_base64"] = redactor._base64(out["body_base64"])
+    if isinstance(out.get("parts"), list):
+        out["parts"] = redactor.parts(out["parts"])
     for key, value in list(out.items()):
         if key not in _BODY_KEYS and key != "query":
             out[key] = redactor.value(value)
@@ -594,6 +645,13 @@ def redact_live_request(query: str, body: Any, known_secrets: Iterable[str] = ()
     redactor = Redactor.for_credentials(known)  # one numbering, query first: as `redact_interaction` does
     if query:
         query = redactor.query(query)
+    if is_match_body(body):
+        # An upload: its parts as the recorder stored them (bytes inline), redacted the same way, then seen
+        # as matching sees them. A PDF is always opened: its compressed streams pass no byte pre-check.
+        parts = parse_parts(raw) if raw else None
+        if parts is not None and (holds_pdf(raw) or _needs_redaction(body, known, raw)):
+            body = match_body(redactor.parts(parts))
+        return query, body
     if _needs_redaction(body, known, raw):
         if isinstance(body, dict) and set(body) == {"$base64"}:
             body = {"$base64": redactor._base64(body["$base64"])}
@@ -602,7 +660,7 @@ def redact_live_request(query: str, body: Any, known_secrets: Iterable[str] = ()
     return query, body
 
 
-_TEXT_DOCUMENT = re.compile(r"""["']media_type["']:\s*["'](?!image/)""")
+_BASE64_SOURCE = re.compile(r"""["']media_type["']:\s*["']""")  # a document or image source: searched decoded
 
 
 def _needs_redaction(body: Any, known: tuple[str, ...], raw: bytes | None) -> bool:
@@ -612,12 +670,12 @@ def _needs_redaction(body: Any, known: tuple[str, ...], raw: bytes | None) -> bo
         if might_hold_secret_bytes(raw):
             return True
         return any(secret.encode() in raw for secret in known if len(secret) >= MIN_SECRET_LENGTH) or (
-            b"media_type" in raw and _TEXT_DOCUMENT.search(raw.decode("utf-8", errors="replace")) is not None)
+            b"media_type" in raw and _BASE64_SOURCE.search(raw.decode("utf-8", errors="replace")) is not None)
     text = body if isinstance(body, str) else repr(body)
     if might_hold_secret(text) or any(secret in text for secret in known if len(secret) >= MIN_SECRET_LENGTH):
         return True
-    # A base64 PDF or text file can hide a key that no pre-check sees in the encoded text.
-    return _TEXT_DOCUMENT.search(text) is not None
+    # A base64 PDF, text file or image can hide a key that no pre-check sees in the encoded text.
+    return _BASE64_SOURCE.search(text) is not None
 
 
 def redact_target(target: str) -> str:

@@ -23,9 +23,13 @@ class CheckResult:
     reason: str  # one sentence a person can act on; names the step on failure
     step: int | None = None  # the step the reason is about (1-based, across the trajectory)
     evidence: dict[str, Any] = field(default_factory=dict)  # JSON-able detail: what was found, what was expected
+    score: float | None = None  # partial credit in [0, 1] where a check grades (trajectory_match's F1, a judge's)
 
     def named(self, name: str) -> CheckResult:
         return replace(self, name=name)
+
+    def graded(self, score: float | None) -> CheckResult:
+        return replace(self, score=score)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -34,6 +38,7 @@ class CheckResult:
             "reason": self.reason,
             "step": self.step,
             "evidence": self.evidence,
+            "score": self.score,
         }
 
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.checks import answer, outcome, protocol, recovery, tool_calls
+from harness.checks import answer, outcome, permissions, protocol, recovery, rubric, tool_calls
 from harness.checks.base import CheckResult, CheckSpec
 from harness.plugins import CHECKS_GROUP, Registry
 from harness.trajectory import Trajectory
 
 __all__ = ["CHECKS", "check_names", "get_check", "run_check"]
 
-_FAMILIES = (protocol, recovery, tool_calls, answer, outcome)
+_FAMILIES = (protocol, recovery, tool_calls, permissions, answer, outcome, rubric)
 
 CHECKS: Registry[CheckSpec] = Registry(
     ((spec.name, spec) for family in _FAMILIES for spec in family.CHECKS),

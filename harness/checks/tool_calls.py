@@ -2,6 +2,7 @@
 
 Sequence modes (`mode`):
 - strict: the same calls in the same order, no more, no fewer;
+- in_order: the expected calls appear in this order; other calls may come between them;
 - unordered: the same calls in any order (a one-to-one assignment must exist);
 - subset: every call made is one the golden expects (expected calls may be left out);
 - superset: every expected call was made (other calls are allowed).
@@ -11,13 +12,23 @@ Argument modes (`args`, per tool in `tools`): exact (equal after leaving out `ig
 at least the expected arguments, with their values). An expected call without `input` matches on its
 name alone. Unordered modes find a maximum bipartite matching, never a greedy first fit.
 
+Every result carries a `score`: the F1 of the tool calls (precision: matched calls / calls made; recall:
+matched calls / calls expected) under the maximum matching the mode allows (a bipartite matching for the
+unordered modes, the longest order-keeping one for strict and in_order), so a near miss reads 0.8, not 0.
+With `threshold`, the score decides: the check passes when the F1 reaches it, and the reason still names the
+first step that broke the mode. Expected calls may carry a `turn` label: calls with one label must be made in
+one assistant turn (parallel tool use), calls with different labels in different turns, in the labels' order
+(sequential).
+
 Paths in `ignore_paths` are dotted, with `[n]` or `*` for list items and `*` for any key:
 "options.verbose", "$.filters[*].id".
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from harness.checks.base import CheckResult, CheckSpec, fail, ok
@@ -27,7 +38,7 @@ from harness.run import ToolCall
 from harness.trajectory import Trajectory
 
 NAME = "trajectory_match"
-MODES = ("strict", "unordered", "subset", "superset")
+MODES = ("strict", "in_order", "unordered", "subset", "superset")
 ARG_MODES = ("exact", "ignore", "subset", "superset")
 _MISSING = object()
 
@@ -216,6 +227,119 @@ def _unordered(
     return None
 
 
+def _in_order(
+    expected: list[Mapping[str, Any]], calls: list[ToolCall], rules: _Rules, last_step: int | None,
+    evidence: dict[str, Any],
+) -> CheckResult | None:
+    """Each expected call at the first matching call after the one before it (the earliest fit is optimal for a
+    subsequence), so the first expected call that cannot be placed is where the order breaks."""
+    position = 0
+    matching = []
+    for index, want in enumerate(expected):
+        found = next((j for j in range(position, len(calls)) if not rules.mismatches(want, calls[j])), None)
+        if found is not None:
+            matching.append({"expected": index, "call": found, "step": calls[found].step})
+            position = found + 1
+            continue
+        evidence["matching"] = matching
+        after = f" after step {calls[position - 1].step}" if position else ""
+        later = [c for c in calls[position:] if c.name == want["name"]]
+        if later:
+            nearest = min(later, key=lambda c: len(rules.mismatches(want, c)))
+            problems = rules.mismatches(want, nearest)
+            return fail(
+                NAME,
+                f"step {nearest.step}: expected call {index + 1}, {_describe(want)}, is not matched{after}; nearest "
+                f"is {_describe_call(nearest)}: {problems[0]}",
+                step=nearest.step, unmatched_expected=dict(want), nearest=nearest.to_dict(), problems=problems,
+                **evidence,
+            )
+        earlier = [c for c in calls[:position] if not rules.mismatches(want, c)]
+        if earlier:
+            return fail(
+                NAME,
+                f"step {earlier[0].step}: expected call {index + 1}, {_describe(want)}, comes too early: it was made "
+                f"at step {earlier[0].step}, expected{after}",
+                step=earlier[0].step, unmatched_expected=dict(want), **evidence,
+            )
+        return fail(
+            NAME,
+            f"step {last_step}: the run ended without calling {_describe(want)} (expected call {index + 1}{after})",
+            step=last_step, unmatched_expected=dict(want), **evidence,
+        )
+    evidence["matching"] = matching
+    return None
+
+
+def _ordered_matches(expected: list[Mapping[str, Any]], calls: list[ToolCall], rules: _Rules) -> list[tuple[int, int]]:
+    """The longest order-keeping matching of expected calls to calls made (an LCS under the matching rules)."""
+    n, m = len(expected), len(calls)
+    fits = [[not rules.mismatches(want, call) for call in calls] for want in expected]
+    best = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            best[i][j] = max(best[i + 1][j], best[i][j + 1], best[i + 1][j + 1] + 1 if fits[i][j] else 0)
+    pairs, i, j = [], 0, 0
+    while i < n and j < m:
+        if fits[i][j] and best[i][j] == best[i + 1][j + 1] + 1:
+            pairs.append((i, j))
+            i, j = i + 1, j + 1
+        elif best[i + 1][j] >= best[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    return pairs
+
+
+def _pairs(mode: str, expected: list[Mapping[str, Any]], calls: list[ToolCall], rules: _Rules) -> list[tuple[int, int]]:
+    if mode in ("strict", "in_order"):
+        return _ordered_matches(expected, calls, rules)
+    adjacency = [[j for j, call in enumerate(calls) if not rules.mismatches(want, call)] for want in expected]
+    return sorted(maximum_matching(adjacency, len(calls)).items())
+
+
+def call_score(matched: int, expected: int, made: int) -> dict[str, Any]:
+    """Precision, recall and F1 of `matched` calls out of `made`, against `expected`; an empty side is perfect."""
+    precision = matched / made if made else 1.0
+    recall = matched / expected if expected else 1.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": round(precision, 6), "recall": round(recall, 6), "f1": round(f1, 6), "matched": matched,
+            "expected": expected, "calls": made}
+
+
+def _turn_failure(
+    expected: list[Mapping[str, Any]], calls: list[ToolCall], pairs: list[tuple[int, int]]
+) -> CheckResult | None:
+    """Expected calls labelled with one `turn` share a step (parallel); different labels, different steps in order."""
+    steps: dict[str, list[tuple[int, ToolCall]]] = {}
+    for i, j in pairs:
+        label = expected[i].get("turn")
+        if label is not None:
+            steps.setdefault(str(label), []).append((i, calls[j]))
+    for label, members in steps.items():
+        made = sorted({call.step for _, call in members})
+        if len(made) > 1:
+            names = ", ".join(_describe_call(call) for _, call in members)
+            return fail(
+                NAME,
+                f"step {made[1]}: the calls of turn {label!r} ({names}) were expected in one assistant turn "
+                f"(parallel), made in steps {', '.join(map(str, made))}",
+                step=made[1], turn=label, steps=made,
+            )
+    order = sorted(steps.items(), key=lambda item: min(i for i, _ in item[1]))
+    for (first, a), (second, b) in itertools.pairwise(order):
+        step_a, step_b = a[0][1].step, b[0][1].step
+        if step_b <= step_a:
+            how = "in the same assistant turn" if step_b == step_a else "before it"
+            return fail(
+                NAME,
+                f"step {step_b}: turn {second!r} ({_describe_call(b[0][1])}) was expected in a later turn than "
+                f"turn {first!r} (step {step_a}, sequential), but came {how}",
+                step=step_b, turns=[first, second], steps=[step_a, step_b],
+            )
+    return None
+
+
 def trajectory_match(trajectory: Trajectory, params: Mapping[str, Any]) -> CheckResult:
     mode = str(params.get("mode", "strict"))
     expected = [dict(item) for item in params.get("expected") or []]
@@ -227,16 +351,34 @@ def trajectory_match(trajectory: Trajectory, params: Mapping[str, Any]) -> Check
     evidence: dict[str, Any] = {}
     if mode == "strict":
         failure = _strict(expected, calls, rules, last_step)
+    elif mode == "in_order":
+        failure = _in_order(expected, calls, rules, last_step, evidence)
     else:
         failure = _unordered(expected, calls, rules, mode, last_step, evidence)
+    pairs = _pairs(mode, expected, calls, rules)
+    score = call_score(len(pairs), len(expected), len(calls))
+    if failure is None:
+        failure = _turn_failure(expected, calls, pairs)
+    threshold = params.get("threshold")
+    graded = f"score {score['f1']:.2f} (precision {score['precision']:.2f}, recall {score['recall']:.2f})"
+    if threshold is not None:
+        reached = score["f1"] >= float(threshold)
+        verdict = f"{graded} {'reaches' if reached else 'is below'} the threshold {float(threshold):g}"
+        if failure is None:
+            return ok(NAME, f"{verdict}; the calls match ({mode})", step=None, score=score,
+                      calls=[_describe_call(call) for call in calls], **evidence).graded(score["f1"])
+        result = failure if not reached else ok(NAME, "", step=failure.step, **failure.evidence)
+        return replace(result, reason=f"{verdict}; {failure.reason}",
+                       evidence={**failure.evidence, "score": score}).graded(score["f1"])
     if failure is not None:
-        return failure
+        return replace(failure, evidence={**failure.evidence, "score": score}).graded(score["f1"])
     return ok(
         NAME,
         f"{len(calls)} tool call(s) match the {len(expected)} expected ({mode}, arguments {rules.args})",
         calls=[_describe_call(call) for call in calls],
+        score=score,
         **evidence,
-    )
+    ).graded(score["f1"])
 
 
 _EXPECTED_CALL = {
@@ -246,6 +388,11 @@ _EXPECTED_CALL = {
     "properties": {
         "name": {"type": "string", "minLength": 1},
         "input": {"type": "object", "description": "expected arguments; leave out to match on the name alone"},
+        "turn": {
+            "type": ["string", "integer"],
+            "description": "calls with one label come in one assistant turn (parallel); different labels, "
+            "different turns in this order (sequential)",
+        },
     },
 }
 _PATHS = {"type": "array", "items": {"type": "string", "minLength": 1}}
@@ -254,7 +401,8 @@ CHECKS = (
     CheckSpec(
         name=NAME,
         function=trajectory_match,
-        description="the run's tool calls against the expected ones: sequence mode strict|unordered|subset|superset, "
+        description="the run's tool calls against the expected ones: sequence mode strict|in_order|unordered|subset|"
+        "superset, a score (F1 of the calls) and an optional threshold, parallel and sequential turns, "
         "argument mode exact|ignore|subset|superset, per-tool overrides, ignored argument paths",
         params_schema={
             "type": "object",
@@ -264,6 +412,12 @@ CHECKS = (
                 "expected": {"type": "array", "items": _EXPECTED_CALL},
                 "mode": {"enum": list(MODES), "default": "strict"},
                 "args": {"enum": list(ARG_MODES), "default": "exact"},
+                "threshold": {
+                    "type": "number",
+                    "minimum": 0,
+                    "maximum": 1,
+                    "description": "pass when the F1 score of the calls reaches this, instead of on an exact match",
+                },
                 "ignore_paths": {**_PATHS, "description": "argument paths left out of every comparison"},
                 "tools": {
                     "type": "object",

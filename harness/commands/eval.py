@@ -33,6 +33,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from harness.commands import add_failures_only_argument, add_golden_dir_argument
 from harness.errors import HarnessError
+from harness.evals.judge import JUDGE_MODES, Judge
 from harness.evals.results import ResultsWriter, exit_code, suite_entry
 from harness.evals.runner import elapsed_ms, run_case
 from harness.evals.shard import Shard, shard_suites
@@ -55,6 +56,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="F", dest="json_path", help="write the canonical results JSON here")
     add_report_arguments(parser, json_flag=False)
     add_failures_only_argument(parser)
+    parser.add_argument(
+        "--judge",
+        choices=JUDGE_MODES,
+        default="replay",
+        help="judged checks (rubric): replay the judge cassettes (default; no key, no network), record what is "
+        "missing (ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL such as `harness sim --script judge.yaml`), or rewrite "
+        "every judgement",
+    )
     parser.add_argument(
         "--shard",
         metavar="K/N",
@@ -87,8 +96,13 @@ def _case_lines(case: Mapping[str, Any], *, failures_only: bool) -> list[str]:
         error = case["error"] or {}
         where = f"{error.get('where')}: " if error.get("where") else ""
         lines.append(f"        {escape(where + str(error.get('reason', '')))}")
+    rejudge = set(case.get("needs_rejudging") or ())
+    if rejudge and case["status"] == "passed":
+        lines[0] = f"  [bold yellow]{'JUDGE':5}[/] {escape(case['id'])}{tally} [yellow]needs re-judging[/]"
     for check in checks:
-        if not check["passed"]:
+        if check["id"] in rejudge:
+            lines.append(f"        [yellow]{escape(check['id'])}: {escape(check['reason'])}[/]")
+        elif not check["passed"]:
             step = f" (step {check['step']})" if check["step"] is not None else ""
             lines.append(f"        {escape(check['id'])}{step}: {escape(check['reason'])}")
     return lines
@@ -113,7 +127,10 @@ def print_summary(results: Mapping[str, Any], console: Console) -> None:
     cost = f"${summary['cost_usd']:.4f}" + ("" if summary["cost_known"] else " (some models unpriced)")
     console.print(
         f"[bold]{counted(summary['cases'], 'case')}[/]: {summary['passed']} passed, {summary['failed']} failed, "
-        f"{summary['errored']} errored · {summary['checks_passed']}/{counted(summary['checks'], 'check')} passed\n"
+        f"{summary['errored']} errored · {summary['checks_passed']}/{counted(summary['checks'], 'check')} passed"
+        + (f" · {summary['needs_rejudging']} need re-judging (harness eval --judge record)"
+           if summary.get("needs_rejudging") else "")
+        + "\n"
         f"tokens in {usage['input']:,} / out {usage['output']:,} / cache write {usage['cache_write']:,} / "
         f"cache read {usage['cache_read']:,} · {cost}",
         soft_wrap=True,
@@ -165,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
             soft_wrap=True,
         )
     golden_dir = Path(args.golden).resolve() if args.golden else None
+    judge = Judge(args.judge)
     started = time.perf_counter()
     # The document is streamed: each case is written to a spool as it finishes and dropped, so a run of any
     # size holds one case at a time; the totals are kept as they come.
@@ -177,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
                     f"[bold]suite {escape(suite.name)}[/] ({counted(len(suite.cases), 'case')})", soft_wrap=True
                 )
                 for case in suite.cases:
-                    record = run_case(case)
+                    record = run_case(case, judge=judge)
                     writer.add(record)
                     for line in _case_lines(record, failures_only=args.failures_only):
                         console.print(line, soft_wrap=True, highlight=False)

@@ -241,6 +241,7 @@ class ResultsWriter:
         self._statuses = {"passed": 0, "failed": 0, "error": 0}
         self._by_suite: dict[str, tuple[list[str], dict[str, int]]] = {}
         self._checks = [0, 0]  # passed, failed
+        self._rejudge = 0  # judged checks whose recorded judgement no longer matches: neither passed nor failed
         self._usage = dict.fromkeys(_KINDS, 0)
         self._cost = 0
         self._cost_known = True
@@ -251,8 +252,12 @@ class ResultsWriter:
         ids, counts = self._by_suite.setdefault(record["suite"], ([], {"passed": 0, "failed": 0, "error": 0}))
         ids.append(record["id"])
         counts[status] += 1
+        rejudge = set(record.get("needs_rejudging") or ())
         for check in record["checks"]:
-            self._checks[0 if check["passed"] else 1] += 1
+            if check["id"] in rejudge:
+                self._rejudge += 1
+            else:
+                self._checks[0 if check["passed"] else 1] += 1
         for kind in _KINDS:
             self._usage[kind] += (record.get("usage") or {}).get(kind, 0)
         if record.get("trajectory") is not None:
@@ -278,13 +283,16 @@ class ResultsWriter:
         """The document without its cases: everything a summary or a total needs."""
         from harness import __version__
 
-        status = "error" if self._statuses["error"] else "failed" if self._statuses["failed"] else "passed"
+        # A stale judgement is bad input (exit 2), like a case that could not run: re-judge, then read the verdict.
+        status = ("error" if self._statuses["error"] or self._rejudge else "failed" if self._statuses["failed"]
+                  else "passed")
         summary = {
             "status": status,
             **self._counts(),
-            "checks": sum(self._checks),
+            "checks": sum(self._checks) + self._rejudge,
             "checks_passed": self._checks[0],
             "checks_failed": self._checks[1],
+            "needs_rejudging": self._rejudge,
             "usage": dict(self._usage),
             "cost_usd": round(self._cost, 6),
             "cost_known": self._cost_known,

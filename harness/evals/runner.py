@@ -17,6 +17,7 @@ from typing import Any
 from harness.cassette.format import read_bytes_bounded
 from harness.checks.registry import run_check
 from harness.errors import HarnessError
+from harness.evals.judge import JUDGED_CHECKS, Judge
 from harness.evals.results import ResultsWriter, run_details, step_details, suite_entry
 from harness.evals.suite import Case, Suite
 from harness.trajectory import Trajectory, load_cassette_any
@@ -85,8 +86,12 @@ def _recorded_duration(trajectory: Trajectory) -> float | None:
     return round(sum(known), 3) if known else None
 
 
-def run_case(case: Case) -> dict[str, Any]:
-    """One case as its results record: status passed | failed | error, checks, usage, cost, timings."""
+def run_case(case: Case, *, judge: Judge | None = None) -> dict[str, Any]:
+    """One case as its results record: status passed | failed | error, checks, usage, cost, timings.
+
+    A judged check (rubric) asks `judge` (default: replay from the judge cassettes); one whose recording no longer
+    matches is listed in `needs_rejudging` and decides nothing about the agent."""
+    judge = judge if judge is not None else Judge()
     started = time.perf_counter()
     record: dict[str, Any] = {
         "id": case.id,
@@ -103,6 +108,7 @@ def run_case(case: Case) -> dict[str, Any]:
         "usage": None,
         "cost_usd": None,
         "checks": [],
+        "needs_rejudging": [],
         "error": None,
         "timings": {"load_ms": None, "checks_ms": None, "total_ms": None},
     }
@@ -133,29 +139,46 @@ def run_case(case: Case) -> dict[str, Any]:
     record["usage"] = seen.usage.to_dict()
     record["cost_usd"] = seen.cost_usd
     checks_started = time.perf_counter()
+    judge_errors = []
     for check in case.golden.checks:
         check_started = time.perf_counter()
-        result = run_check(check.check, seen, check.params, label=check.id)
-        record["checks"].append(
-            {
-                "id": check.id,
-                "check": check.check,
-                "passed": result.passed,
-                "reason": result.reason,
-                "step": result.step,
-                "evidence": result.evidence,
-                "params": check.params,
-                "duration_ms": elapsed_ms(check_started),
-            }
-        )
+        judged = None
+        if check.check in JUDGED_CHECKS:
+            result, judged = judge.check(case.golden_label, case.golden.path, check, seen)
+        else:
+            result = run_check(check.check, seen, check.params, label=check.id)
+        entry = {
+            "id": check.id,
+            "check": check.check,
+            "passed": result.passed,
+            "reason": result.reason,
+            "step": result.step,
+            "score": result.score,
+            "evidence": result.evidence,
+            "params": check.params,
+            "duration_ms": elapsed_ms(check_started),
+        }
+        if judged is not None:
+            entry["judge"] = judged
+            if judged["status"] == "needs_rejudging":
+                record["needs_rejudging"].append(check.id)
+            elif judged["status"] == "error":
+                judge_errors.append((check, judged))
+        record["checks"].append(entry)
     record["timings"]["checks_ms"] = elapsed_ms(checks_started)
     record["timings"]["total_ms"] = elapsed_ms(started)
-    record["status"] = "passed" if all(item["passed"] for item in record["checks"]) else "failed"
+    verdicts = [item for item in record["checks"] if item["id"] not in record["needs_rejudging"]]
+    record["status"] = "passed" if all(item["passed"] for item in verdicts) else "failed"
+    if judge_errors:  # the judge could not be asked: bad input (no key, a bad endpoint), not the agent's doing
+        check, judged = judge_errors[0]
+        record["status"] = "error"
+        record["error"] = {"reason": f"check {check.id}: {judged['error']}", "file": judged["cassette"], "where": None}
     return record
 
 
 def run_suites(
-    suites: Iterable[Suite], *, golden_dir: Path | None = None, progress: ProgressCallback | None = None
+    suites: Iterable[Suite], *, golden_dir: Path | None = None, progress: ProgressCallback | None = None,
+    judge: Judge | None = None,
 ) -> dict[str, Any]:
     """Every case of `suites`, as one results document in memory (`harness eval` streams it instead)."""
     suites = list(suites)
@@ -163,7 +186,7 @@ def run_suites(
     with ResultsWriter([suite_entry(suite) for suite in suites], golden_dir=golden_dir, keep=True) as writer:
         for suite in suites:
             for case in suite.cases:
-                record = run_case(case)
+                record = run_case(case, judge=judge)
                 writer.add(record)
                 if progress is not None:
                     progress(case, record)

@@ -36,6 +36,7 @@ import yaml
 from harness.cassette.format import json_path
 from harness.errors import GoldenError, absolute
 from harness.evals.golden import Golden, inside_project, load_golden, project_root, relative_to_root
+from harness.evals.judge import is_judge_file
 from harness.project import load_project
 
 __all__ = ["Case", "Suite", "discover_suites", "load_suite", "project_suites", "suite_schema", "unique_suites"]
@@ -205,7 +206,9 @@ def discover_suites(paths: Iterable[str | Path], *, golden_dir: str | Path | Non
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.suffix in SUITE_SUFFIXES and p.is_file())
+            # Judge cassettes and scripts sit beside goldens (harness.evals.judge): YAML, but never suites.
+            found = sorted(p for p in path.rglob("*")
+                           if p.suffix in SUITE_SUFFIXES and p.is_file() and not is_judge_file(p))
             if found:
                 suites.extend(load_suite(p, golden_dir=golden_dir) for p in found)
                 continue

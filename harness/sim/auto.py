@@ -9,7 +9,15 @@ model (`harness sim --default-model sim-auto:until-corrected`):
 - `serial`: one tool_use per turn (also what `disable_parallel_tool_use` asks for);
 - `rounds=N`: call every tool N times before answering;
 - `until-corrected`: a call whose result has `is_error` is made again with a new input (up to 3 tries),
-  and the answer comes as soon as one such call has been corrected.
+  and the answer comes as soon as one such call has been corrected;
+- `chat-first`: the first turn of a conversation (no assistant turn yet) answers without any tool, as a model
+  does when the user only says hello; tools are called from the next turn on.
+
+Server tools (web search, web fetch, code execution, tool search; `harness.sim.server_tools`) are used first,
+each `rounds` times a task, inside the same response: their results are played by the simulator. Anthropic-
+defined client tools (memory, bash, text editor, computer; `harness.sim.defined_tools`) are called like the
+agent's own, with inputs of their published shapes. A `defer_loading` tool is not called until a tool search
+has surfaced it.
 
 `tool_choice` is honoured as the real API does: `none` answers without tools, `any` and `tool` always
 call (the named tool for `tool`) and write no text before the call. Inputs are seeded from the
@@ -19,12 +27,26 @@ tool, so the same request gets the same answer and a re-recording gives the same
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from harness.sim.conversation import Conversation, Reply, ToolExchange, text_block, tool_use_block
+from harness.sim.defined_tools import defined_kind, input_for
 from harness.sim.schema_instances import SchemaUnsatisfied, instance_for
+from harness.sim.server_tools import (
+    RESULT_TYPES,
+    SERVER_LOOP_LIMIT,
+    Context,
+    is_deferred,
+    is_error_result,
+    play,
+    server_tools,
+    summary,
+    surfaced,
+    urls_in,
+)
 
 NAME = "auto"
 MAX_TRIES = 3  # calls of one tool in a row that may fail before until-corrected gives up on it
@@ -35,10 +57,12 @@ class AutoOptions:
     serial: bool = False
     rounds: int = 1
     until_corrected: bool = False
+    chat_first: bool = False
 
     def label(self) -> str:
         parts = (["serial"] if self.serial else []) + ([f"rounds={self.rounds}"] if self.rounds != 1 else [])
         parts += ["until-corrected"] if self.until_corrected else []
+        parts += ["chat-first"] if self.chat_first else []
         return ",".join(parts)
 
 
@@ -48,18 +72,22 @@ class BadOptions(ValueError):
 
 def parse_options(text: str) -> AutoOptions:
     """`serial,rounds=2,until-corrected` (any order, any subset) to options; BadOptions says what is wrong."""
-    serial, rounds, until = False, 1, False
+    serial, rounds, until, chat_first = False, 1, False, False
     for raw in filter(None, (part.strip() for part in text.split(","))):
         name, _, value = raw.partition("=")
         if name == "serial" and not value:
             serial = True
         elif name == "until-corrected" and not value:
             until = True
+        elif name == "chat-first" and not value:
+            chat_first = True
         elif name == "rounds" and value.isdigit() and int(value) >= 1:
             rounds = int(value)
         else:
-            raise BadOptions(f"sim-auto option {raw!r} is not one of: serial, rounds=N (N >= 1), until-corrected")
-    return AutoOptions(serial, rounds, until)
+            raise BadOptions(
+                f"sim-auto option {raw!r} is not one of: serial, rounds=N (N >= 1), until-corrected, chat-first"
+            )
+    return AutoOptions(serial, rounds, until, chat_first)
 
 
 def model(options: AutoOptions, seed: int) -> Callable[[Conversation], Reply]:
@@ -70,28 +98,43 @@ def answer(conversation: Conversation, options: AutoOptions, seed: int) -> Reply
     choice = conversation.body.get("tool_choice")
     choice = choice if isinstance(choice, dict) else {}
     kind = choice.get("type", "auto")
-    # Server tools (web search, code execution...) run on the API's side and have no input_schema:
-    # a model never hands them to the client, so sim-auto calls only the client's own tools.
-    tools = [tool for tool in conversation.tools if isinstance(tool.get("input_schema"), dict)]
+    if kind == "none" or (options.chat_first and not conversation.assistant_turns()):
+        return _final(conversation, _task(conversation), [])
+    played, paused = _server_calls(conversation, options, seed, choice)
+    # Client tools: the agent's own (with an input_schema) and the Anthropic-defined ones (memory, bash, text
+    # editor, computer), less the deferred ones that no tool search has surfaced yet.
+    seen = surfaced(conversation.messages) | surfaced(played)
+    tools = [
+        tool for tool in conversation.tools
+        if (isinstance(tool.get("input_schema"), dict) or defined_kind(tool))
+        and (not is_deferred(tool) or tool["name"] in seen)
+    ]
     if kind == "tool":
         tools = [tool for tool in tools if tool["name"] == choice.get("name")]
-    if kind == "none" or not tools:
-        return _final(conversation, _task(conversation))
+    forced = kind in ("any", "tool")
+    intro = [] if forced else [text_block(f"I'll use {', '.join(_used(played))}.")] if played else []
+    if paused:
+        return Reply([*intro, *played], "pause_turn")
+    if not tools:
+        return _final(conversation, _task(conversation), played)
     exchanges = _task(conversation)
     pending = _pending(tools, exchanges, options)
-    forced = kind in ("any", "tool")
-    if pending is None and forced:  # the API makes the model call a tool: go round the tools again
+    if pending is None and forced and not played:  # the API makes the model call a tool: go round again
         pending = [tools[len(exchanges) % len(tools)]["name"]]
     if not pending:
-        return _final(conversation, exchanges)
+        return _final(conversation, exchanges, played)
     if options.serial or choice.get("disable_parallel_tool_use"):
         pending = pending[:1]
-    content: list[dict[str, Any]] = []
+    content: list[dict[str, Any]] = list(played)
     if not forced:  # with any/tool the API starts the reply at the tool call: no text first
-        content.append(text_block(f"I'll call {', '.join(pending)}."))
+        content.insert(0, text_block(f"I'll {'use ' + ', '.join(_used(played)) + ', then ' if played else ''}"
+                                     f"call {', '.join(pending)}."))
     for name in pending:
         tool = conversation.tool(name) or {}
         earlier = len(conversation.calls_to(name))
+        if defined_kind(tool):
+            content.append(tool_use_block(name, input_for(tool, earlier)))
+            continue
         try:
             tool_input = instance_for(tool.get("input_schema") or {"type": "object"}, seed, name, earlier)
         except SchemaUnsatisfied as err:
@@ -102,9 +145,12 @@ def answer(conversation: Conversation, options: AutoOptions, seed: int) -> Reply
     return Reply(content, "tool_use")
 
 
-def _task(conversation: Conversation) -> list[ToolExchange]:
-    """The tool calls since the user last wrote (text, not only tool results): a new question starts afresh."""
-    messages = conversation.messages
+def _used(played: list[dict[str, Any]]) -> list[str]:
+    return list(dict.fromkeys(str(b["name"]) for b in played if b.get("type") == "server_tool_use"))
+
+
+def _task_start(messages: list[dict[str, Any]]) -> int:
+    """Where the current task starts: the last user turn with text (not only tool results)."""
     start = 0
     for position, message in enumerate(messages):
         content = message.get("content")
@@ -113,7 +159,59 @@ def _task(conversation: Conversation) -> list[ToolExchange]:
             or any(isinstance(b, dict) and b.get("type") != "tool_result" for b in content or [])
         ):
             start = position
-    return Conversation({**conversation.body, "messages": messages[start:]}).exchanges
+    return start
+
+
+def _blocks(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [block for message in messages if message.get("role") == "assistant"
+            for block in (message.get("content") if isinstance(message.get("content"), list) else [])
+            if isinstance(block, dict)]
+
+
+def _server_calls(
+    conversation: Conversation, options: AutoOptions, seed: int, choice: dict[str, Any]
+) -> tuple[list[dict[str, Any]], bool]:
+    """The server tool calls this response makes, each with its result, and whether the server's loop limit
+    paused the turn. Each offered server tool is used `rounds` times a task (tool search first), less what the
+    conversation already did; a use past `max_uses` gets the API's error result and ends that tool's uses."""
+    messages = conversation.messages
+    offered = [tool for tool in server_tools(conversation.tools)
+               if not is_deferred(tool.definition) or tool.name in surfaced(messages)]
+    if choice.get("type") == "tool":
+        offered = [tool for tool in offered if tool.name == choice.get("name")]
+    if not offered:
+        return [], False
+    earlier = _blocks(messages[_task_start(messages):])
+    # A paused turn sent back is continued: its uses count against max_uses with this response's.
+    continued = _blocks(messages[-1:]) if messages and messages[-1].get("role") == "assistant" else []
+    made = Counter(str(b.get("name")) for b in earlier if b.get("type") == "server_tool_use")
+    ids_by_call = {b.get("id"): str(b.get("name")) for b in earlier if b.get("type") == "server_tool_use"}
+    stopped = {ids_by_call.get(b.get("tool_use_id")) for b in earlier if is_error_result(b)}
+    played: list[dict[str, Any]] = []
+    question = conversation.last_user_text
+    while True:
+        due = [(made[call], position, tool, call) for position, tool in enumerate(offered) for call in tool.calls
+               if made[call] < options.rounds and not stopped & set(tool.calls)]
+        if not due:
+            return played, False
+        if len(played) // 2 == SERVER_LOOP_LIMIT:
+            return played, True
+        _, _, tool, call = min(due, key=lambda item: item[:2])
+        in_request = sum(1 for b in continued + played
+                         if b.get("type") == "server_tool_use" and b.get("name") in tool.calls)
+        over = tool.max_uses is not None and in_request >= tool.max_uses
+        context = Context(question, tuple(urls_in(earlier + played, question)), tuple(conversation.tools), seed,
+                          made[call])
+        played += play(call, context, over_max_uses=over)
+        made[call] += 1
+        if over:
+            stopped |= set(tool.calls)
+
+
+def _task(conversation: Conversation) -> list[ToolExchange]:
+    """The tool calls since the user last wrote (text, not only tool results): a new question starts afresh."""
+    messages = conversation.messages
+    return Conversation({**conversation.body, "messages": messages[_task_start(messages):]}).exchanges
 
 
 def _trailing_errors(calls: list[ToolExchange]) -> int:
@@ -153,12 +251,19 @@ def _pending(tools: list[dict[str, Any]], exchanges: list[ToolExchange], options
     return [name for name in remaining if made(name) == this_round]
 
 
-def _final(conversation: Conversation, exchanges: list[ToolExchange]) -> Reply:
+def _final(conversation: Conversation, exchanges: list[ToolExchange], played: list[dict[str, Any]]) -> Reply:
     asked = conversation.last_user_text.strip().splitlines()
     lines = [f"sim-auto (a simulated model) answering: {asked[0][:200] if asked else '(no question)'}"]
-    if not exchanges:
+    messages = conversation.messages
+    server_blocks = _blocks(messages[_task_start(messages):]) + played
+    names = {b.get("id"): b.get("name") for b in server_blocks if b.get("type") == "server_tool_use"}
+    results = [b for b in server_blocks if b.get("type") in RESULT_TYPES]
+    if not exchanges and not results:
         lines.append("No tool was called." if conversation.tools else "No tools were offered, so none was called.")
+    for block in results:
+        name = names.get(block.get("tool_use_id")) or block.get("type")
+        lines.append(f"- {name} (played by the harness simulator): {summary(block)}")
     for exchange in exchanges:
         verdict = "failed (is_error)" if exchange.is_error else "returned"
         lines.append(f"- {exchange.name} {verdict}: {exchange.result_text or ''}")
-    return Reply([text_block("\n".join(lines))], "end_turn")
+    return Reply([*played, text_block("\n".join(lines))], "end_turn")

@@ -41,6 +41,10 @@ def tool_use_id(seed: int, fingerprint: str, position: int) -> str:
     return stable_id("toolu_sim_", seed, fingerprint, "tool_use", position)
 
 
+def server_tool_use_id(seed: int, fingerprint: str, position: int) -> str:
+    return stable_id("srvtoolu_sim_", seed, fingerprint, "server_tool_use", position)
+
+
 def request_id(seed: int, fingerprint: str, index: int) -> str:
     # The request index is part of it: a retry of the same body is a different request, as in the real API.
     return stable_id("req_sim_", seed, fingerprint, "request", index)

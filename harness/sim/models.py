@@ -22,7 +22,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
+
+import typing_extensions
+from anthropic.types.model import Model as SdkModel
 
 from harness.sim import auto
 from harness.sim.conversation import Conversation, Reply
@@ -34,11 +37,30 @@ FUNCTION = "function"
 Answer = Reply | ApiError  # a Reply may carry a Fault (Reply.fault) to answer with
 Model = Callable[[Conversation], Answer]
 
-# Claude model ids as the API names them: claude-sonnet-4-5, claude-3-5-haiku-20241022, claude-opus-4-1@...
-_CLAUDE_ID = re.compile(r"^claude-[a-z0-9][a-z0-9.@-]*$")
+
+
+def sdk_model_ids() -> tuple[str, ...]:
+    """The Claude model ids the installed SDK names (its `Model` type), newest first as it lists them."""
+    literals = (Literal, typing_extensions.Literal)  # the SDK spells it typing_extensions'
+    return tuple(value for member in get_args(SdkModel) if get_origin(member) in literals for value in get_args(member))
+
+
+def _families() -> tuple[str, ...]:
+    """Model families: the first word of each SDK model id that is not a version (opus, sonnet, haiku...),
+    and the older `instant`."""
+    words = {next(part for part in model.split("-")[1:] if not part[0].isdigit()) for model in sdk_model_ids()}
+    return tuple(sorted(words | {"instant"}))
+
+
+# Claude model ids as the API names them: a family with versions and dates around it (claude-sonnet-4-5,
+# claude-3-5-haiku-20241022, claude-opus-4-5@20251101, claude-mythos-preview), or claude-N (claude-2.1).
+_CLAUDE_ID = re.compile(
+    rf"^claude-(?:[0-9][0-9.]*-)*(?:{'|'.join(_families())})(?:-[a-z0-9.]+)*(?:@[a-z0-9.-]+)?$|^claude-[0-9][0-9.]*$"
+)
 
 
 def is_claude_model_id(name: str) -> bool:
+    """A name the API would take as a Claude model: `claude-sonnet-4-6` yes, `claude-does-not-exist` no."""
     return bool(_CLAUDE_ID.match(name))
 
 

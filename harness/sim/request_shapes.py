@@ -23,6 +23,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from anthropic.types.beta import message_create_params
 from anthropic.types.beta.beta_message_param import BetaMessageParam
 from anthropic.types.beta.beta_output_config_param import BetaOutputConfigParam
+from anthropic.types.beta.beta_tool_union_param import BetaToolUnionParam
 
 # Fields validated elsewhere with the real API's wording (validation.py), or free-form by nature.
 _CHECKED_ELSEWHERE = frozenset({"messages", "tools", "system", "model", "max_tokens"})
@@ -134,6 +135,18 @@ def check_request_shape(body: dict[str, Any]) -> str | None:
         if error:
             return error
     return None
+
+
+def check_tool_shape(tool: dict[str, Any], where: str) -> str | None:
+    """The first way a typed `tools` entry (web_search_..., bash_..., memory_...) breaks the SDK's tool union:
+    an unknown `type` is the API's "Input tag ... does not match any of the expected tags", a field its type
+    does not declare is "Extra inputs are not permitted"."""
+    return _check(tool, BetaToolUnionParam, where)
+
+
+def tool_types() -> tuple[str, ...]:
+    """Every tool `type` the installed SDK can send."""
+    return tuple(sorted({tag for member in _members(BetaToolUnionParam) for tag in _type_tag(member)}))
 
 
 def message_roles() -> tuple[str, ...]:

@@ -12,8 +12,11 @@ import json
 from typing import Any
 
 from harness.sim import ids
+from harness.sim.context_edits import Edited
 from harness.sim.conversation import Conversation, Reply, text_block
-from harness.sim.tokens import InputUsage, count_output
+from harness.sim.server_tools import CONTAINER_EXPIRES_AT, RESULT_TYPES, server_tool_usage, uses_container
+from harness.sim.structured import apply_format
+from harness.sim.tokens import InputUsage, count_output, count_text
 from harness.sim.validation import ApiError
 
 _CHARS_PER_TOKEN = 4
@@ -92,22 +95,52 @@ def honour_tool_choice(conversation: Conversation, reply: Reply) -> Reply:
     return Reply([text_block(summary)], "end_turn")
 
 
+def _number_blocks(content: list[dict[str, Any]], seed: int, fingerprint: str) -> None:
+    """Ids for tool_use and server_tool_use blocks; a server tool's result block takes its call's id."""
+    calls = servers = 0
+    last_server = ""
+    for block in content:
+        if block.get("type") == "tool_use":
+            block["id"] = block.get("id") or ids.tool_use_id(seed, fingerprint, calls)
+            calls += 1
+        elif block.get("type") == "server_tool_use":
+            block["id"] = block.get("id") or ids.server_tool_use_id(seed, fingerprint, servers)
+            last_server = block["id"]
+            servers += 1
+        elif block.get("type") in RESULT_TYPES and not block.get("tool_use_id"):
+            block["tool_use_id"] = last_server
+
+
+def _container(body: dict[str, Any], seed: int, fingerprint: str) -> dict[str, Any]:
+    """The code-execution container: the one the request names, else a new one."""
+    asked = body.get("container")
+    named = asked if isinstance(asked, str) else asked.get("id") if isinstance(asked, dict) else None
+    return {"id": named or ids.stable_id("container_sim_", seed, fingerprint, "container"),
+            "expires_at": CONTAINER_EXPIRES_AT, "skills": None}
+
+
 def build_message(
-    conversation: Conversation, reply: Reply, *, policy: str, seed: int, fingerprint: str, usage: InputUsage
+    conversation: Conversation,
+    reply: Reply,
+    *,
+    policy: str,
+    seed: int,
+    fingerprint: str,
+    usage: InputUsage,
+    edited: Edited | None = None,
 ) -> dict[str, Any]:
     reply = honour_tool_choice(conversation, reply)
+    if not (edited and edited.only_compaction):
+        reply = apply_format(conversation, reply, seed, fingerprint)
     content = [dict(block) for block in reply.content]
     has_thinking = any(block.get("type") == "thinking" for block in content)
-    if conversation.thinking_enabled and reply.stop_reason not in ("refusal",) and not has_thinking:
+    thinks = reply.stop_reason not in ("refusal", "compaction")
+    if conversation.thinking_enabled and thinks and not has_thinking:
         content.insert(0, _thinking(conversation, policy, reply, seed, fingerprint))
     for position, block in enumerate(content):
         if block.get("type") == "thinking" and not block.get("signature"):
             block["signature"] = ids.signature(seed, fingerprint, position)
-    position = 0
-    for block in content:
-        if block.get("type") == "tool_use":
-            block["id"] = block.get("id") or ids.tool_use_id(seed, fingerprint, position)
-            position += 1
+    _number_blocks(content, seed, fingerprint)
 
     stop_reason, stop_sequence, output_tokens = reply.stop_reason, None, reply.output_tokens
     stops = conversation.body.get("stop_sequences") or []
@@ -115,7 +148,7 @@ def build_message(
         content, stop_sequence = _apply_stop_sequences(content, [str(stop) for stop in stops])
         if stop_sequence is not None:
             stop_reason = "stop_sequence"
-    if output_tokens is None:
+    if output_tokens is None and content:
         output_tokens = count_output(content)
         if output_tokens > conversation.max_tokens:
             content = _cut_to_budget(content, conversation.max_tokens)
@@ -126,7 +159,7 @@ def build_message(
         cached = usage.cache_creation_input_tokens + usage.cache_read_input_tokens
         input_tokens = max(input_tokens, reply.context_window - output_tokens - cached)
 
-    message_usage = {
+    message_usage: dict[str, Any] = {
         "input_tokens": input_tokens,
         "cache_creation_input_tokens": usage.cache_creation_input_tokens,
         "cache_read_input_tokens": usage.cache_read_input_tokens,
@@ -134,9 +167,29 @@ def build_message(
             "ephemeral_5m_input_tokens": usage.ephemeral_5m_input_tokens,
             "ephemeral_1h_input_tokens": usage.ephemeral_1h_input_tokens,
         },
-        "output_tokens": output_tokens,
+        "output_tokens": output_tokens or 0,
         "service_tier": "standard",
     }
+    server_use = server_tool_usage(content)
+    if server_use is not None:
+        message_usage["server_tool_use"] = server_use
+    extra: dict[str, Any] = {}
+    if edited is not None and edited.compaction is not None:
+        # The answer starts with the compaction block; usage.iterations lists the compaction pass first. The
+        # top-level usage is the message's own (after compaction), as the API reports it.
+        content.insert(0, dict(edited.compaction))
+        iterations: list[dict[str, Any]] = [dict(edited.compaction_usage or {})]
+        if edited.only_compaction:
+            message_usage.update(input_tokens=count_text(edited.compaction["content"]), output_tokens=0,
+                                 cache_creation_input_tokens=0, cache_read_input_tokens=0)
+        else:
+            iterations.append({"type": "message", **{key: message_usage[key] for key in (
+                "input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")}})
+        message_usage["iterations"] = iterations
+    if edited is not None and edited.context_management is not None:
+        extra["context_management"] = edited.context_management
+    if uses_container(content):
+        extra["container"] = _container(conversation.body, seed, fingerprint)
     message_usage.update(reply.usage or {})
     return {
         "model": conversation.model,
@@ -148,6 +201,7 @@ def build_message(
         "stop_sequence": stop_sequence,
         "stop_details": reply.stop_details,
         "usage": message_usage,
+        **extra,
     }
 
 

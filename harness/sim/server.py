@@ -11,9 +11,10 @@ see `harness.sim.threads`. Files, Message Batches and Models are served by `harn
 
 Headers copy the real service's (request-id, anthropic-ratelimit-*, x-should-retry on errors) plus
 `x-harness-simulator: 1`, `x-harness-sim-model` (the simulator model that answered, e.g. sim-auto) and
-`x-harness-sim-policy` (its bare name). Rate-limit reset times use the simulated clock
-(`SIMULATED_NOW`) rather than the wall clock, so recorded headers stay the same from run to run, unless
-limits are configured (`rate_limits`): then the headers carry the limiter's live state.
+`x-harness-sim-policy` (its bare name). Rate-limit reset times are real time, as the API sends them (when the
+bucket is full again, RFC 3339), read from `RateLimits.clock` (the wall clock unless a test gives a fake
+one); with limits configured (`rate_limits`) the headers carry the limiter's live state. The bodies do not
+depend on the time, so a re-recording differs from the first only in those reset headers.
 
 The HTTP side (reading and checking requests, timeouts, streaming writes, stop) is the server core's,
 `harness.httpserver`: `Simulator` is a `LoopbackServer` and `_Exchange` answers one request.
@@ -33,15 +34,16 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.httpserver import Clock, IncomingRequest, LoopbackServer, Responder
-from harness.sim import ids
-from harness.sim.conversation import Conversation
+from harness.sim import context_edits, ids
+from harness.sim.conversation import Conversation, Reply
 from harness.sim.faults import ERROR_STATUSES, Fault, cut_body, normalize_faults, stream_error
 from harness.sim.models import MODEL_HEADER, Chosen, Models, UnknownModel, not_found
 from harness.sim.policies import POLICIES
-from harness.sim.ratelimit import RateLimits
+from harness.sim.ratelimit import RateLimits, rfc3339
 from harness.sim.responses import build_message, dumps, error_body
 from harness.sim.routes import Resources
 from harness.sim.sse import encode_event, message_events
+from harness.sim.structured import FormatUnsatisfied
 from harness.sim.threads import Threads, ThreadTurn, thread_kind
 from harness.sim.tokens import CacheLedger, count_input
 from harness.sim.validation import ApiError, check_auth, check_count_tokens_request, check_messages_request
@@ -144,6 +146,7 @@ class Simulator(LoopbackServer):
         self._ledger = CacheLedger()
         self.threads = Threads(enabled=threads)
         self.resources = Resources(seed, self.models.names, rate_limits)
+        self.wall_clock = rate_limits.clock if rate_limits is not None else time.time  # for the reset headers
         self._lock = threading.Lock()
         self._requests_seen = 0
 
@@ -217,6 +220,7 @@ class _Exchange:
 
     def _common_headers(self, request_id: str, index: int | None, chosen: Chosen | None) -> dict[str, str]:
         remaining = REQUESTS_LIMIT - 1 - (index or 0) % REQUESTS_LIMIT
+        now = self.sim.wall_clock()
         headers = {"request-id": request_id, "x-harness-simulator": "1"}
         for name, limit, left in (
             ("requests", REQUESTS_LIMIT, remaining),
@@ -226,7 +230,8 @@ class _Exchange:
         ):
             headers[f"anthropic-ratelimit-{name}-limit"] = str(limit)
             headers[f"anthropic-ratelimit-{name}-remaining"] = str(left)
-            headers[f"anthropic-ratelimit-{name}-reset"] = SIMULATED_NOW
+            # Unlimited buckets refill at limit/60 a second: full again once what was taken has come back.
+            headers[f"anthropic-ratelimit-{name}-reset"] = rfc3339(now + (limit - left) * 60 / limit)
         headers.update(self.sim.resources.rate_limit_headers())  # the live state of configured limits
         if chosen:
             headers["x-harness-sim-policy"] = chosen.policy
@@ -396,9 +401,14 @@ class _Exchange:
         if error:
             return None, chosen, error, None
         assert chosen is not None
-        conversation = Conversation(body)
+        # Compaction blocks, a compaction request and context-management edits change what the model reads.
+        edited = context_edits.apply(body, sim.seed, fingerprint)
+        conversation = Conversation(edited.body)
         try:
-            outcome = chosen.model(conversation)
+            if edited.only_compaction:  # nothing is sampled after the compaction block
+                outcome: Reply | ApiError = Reply([], "compaction")
+            else:
+                outcome = chosen.model(conversation)
             if isinstance(outcome, ApiError):
                 return None, chosen, outcome, None
             if outcome.fault is not None and not outcome.content:  # a fault that replaces the answer
@@ -409,8 +419,11 @@ class _Exchange:
                 policy=chosen.policy,
                 seed=sim.seed,
                 fingerprint=fingerprint,
-                usage=sim._ledger.usage(body),
+                usage=sim._ledger.usage(edited.body),
+                edited=edited,
             )
+        except FormatUnsatisfied as err:
+            return None, chosen, ApiError(400, "invalid_request_error", str(err)), None
         except Exception as err:  # a bug in a scripted model must reach the client as an API error
             return None, chosen, ApiError(500, "api_error", f"simulator model {chosen.name!r} failed: {err}"), None
         return message, chosen, None, outcome.fault

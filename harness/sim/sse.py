@@ -39,11 +39,15 @@ def _block_events(index: int, block: dict[str, Any]) -> list[Event]:
         start = {"type": "thinking", "thinking": "", "signature": ""}
         deltas = [{"type": "thinking_delta", "thinking": chunk} for chunk in _word_chunks(block["thinking"])]
         deltas.append({"type": "signature_delta", "signature": block.get("signature", "")})
-    elif kind == "tool_use":
-        start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+    elif kind in ("tool_use", "server_tool_use"):
+        start = {"type": kind, "id": block["id"], "name": block["name"], "input": {}}
         raw = json.dumps(block.get("input", {}), ensure_ascii=False)
         parts = [""] + [raw[i : i + _JSON_CHARS_PER_DELTA] for i in range(0, len(raw), _JSON_CHARS_PER_DELTA)]
         deltas = [{"type": "input_json_delta", "partial_json": part} for part in parts]
+    elif kind == "compaction":  # the summary arrives in one compaction_delta, as the SDK accumulates it
+        start = {**block, "content": None, "encrypted_content": None}
+        deltas = [{"type": "compaction_delta", "content": block.get("content"),
+                   "encrypted_content": block.get("encrypted_content")}]
     else:  # whole blocks with no delta form (e.g. redacted_thinking) arrive complete in the start event
         start, deltas = dict(block), []
     events: list[Event] = [
@@ -57,11 +61,15 @@ def _block_events(index: int, block: dict[str, Any]) -> list[Event]:
     return events
 
 
+_LATE_USAGE = ("server_tool_use", "iterations")  # sent on message_delta only, as in the real recordings
+
+
 def message_events(message: dict[str, Any]) -> list[Event]:
     usage = message["usage"]
-    start_usage = {**usage, "output_tokens": 1}
+    start_usage = {key: value for key, value in usage.items() if key not in _LATE_USAGE}
+    start_usage["output_tokens"] = 1
     started = {
-        **message,
+        **{key: value for key, value in message.items() if key not in ("container", "context_management")},
         "content": [],
         "stop_reason": None,
         "stop_sequence": None,
@@ -76,27 +84,21 @@ def message_events(message: dict[str, Any]) -> list[Event]:
         events += block_events
     if not message["content"]:
         events.append(("ping", {"type": "ping"}))
-    events.append(
-        (
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {
-                    "stop_reason": message["stop_reason"],
-                    "stop_sequence": message["stop_sequence"],
-                    "stop_details": message["stop_details"],
-                },
-                "usage": {
-                    key: usage[key]
-                    for key in (
-                        "input_tokens",
-                        "cache_creation_input_tokens",
-                        "cache_read_input_tokens",
-                        "output_tokens",
-                    )
-                },
-            },
-        )
-    )
+    delta: dict[str, Any] = {
+        "stop_reason": message["stop_reason"],
+        "stop_sequence": message["stop_sequence"],
+        "stop_details": message["stop_details"],
+    }
+    if "container" in message:
+        delta["container"] = message["container"]
+    delta_usage = {
+        key: usage[key]
+        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+    }
+    delta_usage.update({key: usage[key] for key in _LATE_USAGE if key in usage})
+    finished: dict[str, Any] = {"type": "message_delta", "delta": delta, "usage": delta_usage}
+    if "context_management" in message:
+        finished["context_management"] = message["context_management"]
+    events.append(("message_delta", finished))
     events.append(("message_stop", {"type": "message_stop"}))
     return events

@@ -92,7 +92,7 @@ def count_output(content: list[dict[str, Any]]) -> int:
             total += count_text(block.get("text", ""))
         elif kind == "thinking":
             total += count_text(block.get("thinking", ""))
-        elif kind == "tool_use":
+        elif kind in ("tool_use", "server_tool_use"):
             total += count_text(block.get("name", "") + json.dumps(block.get("input", {}), sort_keys=True))
     return max(1, total)
 

@@ -15,7 +15,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from harness.sim.request_shapes import check_request_shape, effort_levels
+from harness.sim.request_shapes import check_request_shape, check_tool_shape, effort_levels
 
 _SCHEMA_DOCS = "https://docs.claude.com/en/docs/tool-use"
 # Every level the installed SDK can send; the real 400 lists a model's levels in alphabetical order.
@@ -167,7 +167,12 @@ def _check_tools(body: dict[str, Any]) -> ApiError | None:
         if not isinstance(tool, dict):
             return _invalid(f"tools.{index}: Input should be a valid dictionary")
         if tool.get("type") not in (None, "custom"):
-            continue  # server tools (web_search_..., bash_...) carry no input_schema
+            # server and Anthropic-defined tools (web_search_..., bash_...) carry no input_schema; their type
+            # must be one the API knows, with the fields that type declares
+            problem = check_tool_shape(tool, f"tools.{index}")
+            if problem:
+                return _invalid(problem)
+            continue
         where = f"tools.{index}.custom"
         name = tool.get("name")
         if not isinstance(name, str) or not name:
@@ -220,6 +225,12 @@ def _conversation(messages: list[Any]) -> list[tuple[int, Any]]:
     return [(index, m) for index, m in enumerate(messages) if not (isinstance(m, dict) and m.get("role") == "system")]
 
 
+def _starts_with_compaction(message: dict[str, Any]) -> bool:
+    """A conversation after a compaction starts with the assistant turn holding the compaction block."""
+    blocks = _blocks(message)
+    return bool(blocks) and isinstance(blocks[0], dict) and blocks[0].get("type") == "compaction"
+
+
 def _check_message_shapes(body: dict[str, Any]) -> ApiError | None:
     messages = body["messages"]
     if not isinstance(messages, list):
@@ -249,7 +260,7 @@ def _check_message_shapes(body: dict[str, Any]) -> ApiError | None:
         for block in _blocks(message):
             if isinstance(block, dict) and block.get("type") == "text" and not block.get("text"):
                 return _invalid("messages: text content blocks must be non-empty")
-        if index == turns[0][0] and role != "user":
+        if index == turns[0][0] and role != "user" and not _starts_with_compaction(message):
             return _invalid('messages: first message must use the "user" role')
         if role == previous_role:
             return _invalid(

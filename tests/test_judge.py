@@ -1,0 +1,248 @@
+"""The judged check `rubric` and its judge cassettes: recorded once, replayed offline with the same verdict; a
+judge request that no longer matches is "needs re-judging" (exit 2), never a failed agent."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cassette.format import load_cassette
+from harness.checks import run_check
+from harness.checks.rubric import judge_request, parse_verdict, render_run
+from harness.cli import main as harness_main
+from harness.evals.judge import judge_cassette_path
+from harness.evals.results import validate_results
+from harness.sim import Simulator
+from tests.test_checks_support import REPO, conversation, text, tool_result, tool_use, turn
+
+GOLDEN = "golden/dayflow/brief.json"
+JUDGE_CASSETTE = "golden/dayflow/brief.rubric.judge.yaml"
+CRITERION = (
+    "every email that needs a reply is listed under Needs a reply, with its deadline; nothing promotional appears"
+)
+
+
+@pytest.fixture(autouse=True)
+def no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COLUMNS", "200")
+
+
+def clone_of_dayflow(tmp_path: Path) -> Path:
+    """The files a fresh clone has for Dayflow's golden: those git tracks, copied into a project of their own."""
+    listed = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "golden/dayflow", "cassettes/dayflow/brief.yaml"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    assert JUDGE_CASSETTE in listed  # committed, so a clone replays it
+    project = tmp_path / "clone"
+    for name in listed:
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(REPO / name, project / name)
+    (project / "pyproject.toml").write_text("", encoding="utf-8")
+    return project
+
+
+def rubric_of(results: dict[str, Any]) -> dict[str, Any]:
+    (case,) = results["cases"]
+    return next(check for check in case["checks"] if check["check"] == "rubric")
+
+
+def edit_rubric(golden: Path, **params: Any) -> None:
+    data = json.loads(golden.read_text(encoding="utf-8"))
+    for check in data["checks"]:
+        if check["check"] == "rubric":
+            check["params"].update(params)
+    golden.write_text(json.dumps(data), encoding="utf-8")
+
+
+# --- replay: recorded once, the same verdict offline ------------------------------------------------------------
+
+
+def test_the_bundled_rubric_replays_offline_in_a_fresh_clone_with_no_key(tmp_path: Path) -> None:
+    project = clone_of_dayflow(tmp_path)
+    # Nothing to reach: no key, and a base URL where nothing listens (any request sent would fail the run).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")} | {
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+        "COLUMNS": "200",
+    }
+    verdicts = []
+    for attempt in range(2):
+        out = project / f"results-{attempt}.json"
+        done = subprocess.run(
+            [sys.executable, "-m", "harness.commands.eval", GOLDEN, "--json", str(out)],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        results = json.loads(out.read_text(encoding="utf-8"))
+        validate_results(results)
+        check = rubric_of(results)
+        verdicts.append({key: check[key] for key in ("passed", "reason", "step", "score")} | {"judge": check["judge"]})
+    assert verdicts[0] == verdicts[1]
+    judged = verdicts[0]
+    assert judged["passed"] and judged["score"] == 1.0 and judged["step"] == 2
+    assert judged["judge"]["status"] == "judged" and judged["judge"]["source"] == "simulator"
+    assert judged["reason"].startswith("the judge (claude-sonnet-4-6, simulator) says pass (score 1.00): step 2: “Q3")
+    meta = load_cassette(project / JUDGE_CASSETTE).meta
+    assert meta["judge"] is True and meta["source"] == "simulator" and meta["simulator_model"] == "sim-judge"
+    assert meta["golden"] == GOLDEN and meta["check"] == "rubric"
+
+
+# --- needs re-judging ---------------------------------------------------------------------------------------------
+
+
+def test_a_changed_criterion_needs_rejudging_and_is_not_a_failed_agent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = clone_of_dayflow(tmp_path)
+    edit_rubric(project / GOLDEN, criterion=CRITERION + "; the calendar is listed in time order")
+    out = project / "r.json"
+    assert harness_main(["eval", str(project / GOLDEN), "--json", str(out)]) == 2
+    printed = capsys.readouterr().out
+    assert "JUDGE" in printed and "needs re-judging (the criterion)" in printed and "FAIL" not in printed
+    results = json.loads(out.read_text(encoding="utf-8"))
+    validate_results(results)
+    (case,) = results["cases"]
+    assert case["status"] == "passed" and case["needs_rejudging"] == ["rubric"]  # the agent did not fail
+    assert results["summary"]["failed"] == 0 and results["summary"]["checks_failed"] == 0
+    assert results["summary"]["needs_rejudging"] == 1 and results["summary"]["status"] == "error"
+    judge = rubric_of(results)["judge"]
+    assert judge["status"] == "needs_rejudging" and judge["changed"] == ["the criterion"]
+    assert any("criterion" in line or "messages" in line for line in judge["differences"])  # the cassette's diff
+
+
+def test_a_changed_judge_model_or_run_is_named(tmp_path: Path) -> None:
+    project = clone_of_dayflow(tmp_path)
+    edit_rubric(project / GOLDEN, model="claude-opus-4-6")
+    out = project / "r.json"
+    assert harness_main(["eval", str(project / GOLDEN), "--json", str(out)]) == 2
+    assert rubric_of(json.loads(out.read_text(encoding="utf-8")))["judge"]["changed"] == ["the judge model"]
+
+    edit_rubric(project / GOLDEN, model="claude-sonnet-4-6", on="final_answer")
+    assert harness_main(["eval", str(project / GOLDEN), "--json", str(out)]) == 2
+    assert rubric_of(json.loads(out.read_text(encoding="utf-8")))["judge"]["changed"] == ["the judged run"]
+
+
+# --- record and rewrite against a function model --------------------------------------------------------------------
+
+
+def test_record_asks_a_function_model_once_then_replays_with_no_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = clone_of_dayflow(tmp_path)
+    (project / JUDGE_CASSETTE).unlink()
+    asked: list[dict[str, Any]] = []
+
+    def judge(request: dict[str, Any]) -> dict[str, Any]:
+        asked.append(request)
+        # A plain JSON text answer, fenced, as a model without structured outputs might give it.
+        answer = {
+            "verdict": "fail",
+            "score": 0.4,
+            "reasons": [{"step": 2, "quote": "## Deadlines this week", "explanation": "a deadline is missing"}],
+        }
+        return {"content": [{"type": "text", "text": "```json\n" + json.dumps(answer) + "\n```"}]}
+
+    out = project / "r.json"
+    with Simulator(model=judge) as sim:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.base_url)
+        assert harness_main(["eval", str(project / GOLDEN), "--judge", "record", "--json", str(out)]) == 1
+    assert len(asked) == 1
+    assert asked[0]["output_config"]["format"]["type"] == "json_schema"  # structured outputs asked for
+    recorded = rubric_of(json.loads(out.read_text(encoding="utf-8")))
+    assert not recorded["passed"] and recorded["step"] == 2 and recorded["score"] == 0.4
+    assert "says fail (score 0.40): step 2: “## Deadlines this week” a deadline is missing" in recorded["reason"]
+
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    assert harness_main(["eval", str(project / GOLDEN), "--json", str(out)]) == 1  # replay: no key, no network
+    replayed = rubric_of(json.loads(out.read_text(encoding="utf-8")))
+    assert len(asked) == 1
+    assert {k: replayed[k] for k in ("passed", "reason", "step", "score")} == {
+        k: recorded[k] for k in ("passed", "reason", "step", "score")
+    }
+
+    # --judge record records only what is missing; --judge rewrite asks again.
+    with Simulator(model=judge) as sim:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.base_url)
+        assert harness_main(["eval", str(project / GOLDEN), "--judge", "record", "--json", str(out)]) == 1
+        assert len(asked) == 1
+        assert harness_main(["eval", str(project / GOLDEN), "--judge", "rewrite", "--json", str(out)]) == 1
+        assert len(asked) == 2
+    assert len(load_cassette(project / JUDGE_CASSETTE).interactions) == 1
+
+
+def test_a_threshold_reads_the_judges_score(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = clone_of_dayflow(tmp_path)
+    (project / JUDGE_CASSETTE).unlink()
+    edit_rubric(project / GOLDEN, threshold=0.3)
+
+    def judge(request: dict[str, Any]) -> dict[str, Any]:
+        return {"content": json.dumps({"verdict": "fail", "score": 0.4, "reasons": []})}
+
+    out = project / "r.json"
+    with Simulator(model=judge) as sim:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.base_url)
+        assert harness_main(["eval", str(project / GOLDEN), "--judge", "record", "--json", str(out)]) == 0
+    assert rubric_of(json.loads(out.read_text(encoding="utf-8")))["reason"] == (
+        "the judge (claude-sonnet-4-6, simulator) says fail (score 0.40, threshold 0.3)"
+    )
+
+
+def test_recording_with_nowhere_to_ask_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = clone_of_dayflow(tmp_path)
+    edit_rubric(project / GOLDEN, criterion="something new")
+    assert harness_main(["eval", str(project / GOLDEN), "--judge", "record"]) == 2
+    assert "recording a judgement needs ANTHROPIC_API_KEY" in capsys.readouterr().out
+
+
+# --- the request and the answer ----------------------------------------------------------------------------------
+
+
+def long_run(steps: int) -> Any:
+    turns = []
+    for index in range(steps):
+        call = tool_use("read_page", {"page": index}, id=f"toolu_{index}")
+        turns.append(turn(call, results=[tool_result(f"toolu_{index}", "x" * 3000)]))
+    return conversation(*turns, turn(text("All pages read.")))
+
+
+def test_the_run_is_windowed_within_its_budget_keeping_both_ends() -> None:
+    rendered = render_run(long_run(40), "both", max_chars=20_000)
+    assert len(rendered) < 20_500
+    assert "step 1: tool call read_page" in rendered and "All pages read." in rendered
+    assert "step(s) left out to keep the run within" in rendered
+    assert "toolu_" not in rendered  # ids a recording makes up are not part of the question
+
+
+def test_judge_request_asks_for_the_verdict_shape_and_reads_plain_json() -> None:
+    request = judge_request(long_run(1), {"criterion": "reads every page", "on": "trajectory"})
+    assert request["output_config"]["format"]["schema"]["required"] == ["verdict", "score", "reasons"]
+    assert request["messages"][0]["content"][0]["text"] == "Criterion:\nreads every page"
+    verdict = parse_verdict(
+        {"content": [{"type": "text", "text": 'Here: {"verdict": "pass", "score": 1, "reasons": []}'}]}
+    )
+    assert verdict["verdict"] == "pass"
+    with pytest.raises(ValueError, match=r"not the verdict shape at \$\.verdict"):
+        parse_verdict({"content": [{"type": "text", "text": '{"verdict": "maybe", "score": 1, "reasons": []}'}]})
+
+
+def test_rubric_through_the_registry_alone_says_it_needs_the_judge() -> None:
+    result = run_check("rubric", long_run(1), {"criterion": "x"})
+    assert not result.passed and "judged by a model" in result.reason
+
+
+def test_the_judge_cassette_sits_beside_the_golden() -> None:
+    assert judge_cassette_path(REPO / GOLDEN, "rubric") == REPO / JUDGE_CASSETTE
