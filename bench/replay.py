@@ -116,19 +116,30 @@ def _refuse(request: httpx2.Request) -> httpx2.Response:
     raise AssertionError(f"a replay reached the transport: {request.method} {request.url}")
 
 
-_MOCK_HANDLE_REQUEST = httpx2.MockTransport.handle_request  # as imported, before any cassette patches it
+# As imported, before any cassette patches them: the floor's clients keep these, out of a cassette's reach.
+_TRANSPORT_FOR_URL = httpx2.Client._transport_for_url
+_BUILD_REQUEST = anthropic.Anthropic._build_request
 
 
-class FloorTransport(httpx2.MockTransport):
-    """`httpx2.MockTransport` itself, out of a cassette's reach: the floor can be timed inside a replay."""
+class FloorHttpClient(httpx2.Client):
+    """An httpx2 client whose transport choice no cassette wraps: the floor can be timed inside a replay."""
 
-    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        return _MOCK_HANDLE_REQUEST(self, request)
+    _transport_for_url = _TRANSPORT_FOR_URL
+
+
+class FloorAnthropic(anthropic.Anthropic):
+    """The SDK client with its own request building, unchecked by a cassette (it talks to the floor's client)."""
+
+    _build_request = _BUILD_REQUEST
 
 
 def sdk_client(handler: Callable[[httpx2.Request], httpx2.Response] = _refuse, *,
-               transport: type[httpx2.MockTransport] = httpx2.MockTransport) -> anthropic.Anthropic:
-    return anthropic.Anthropic(api_key=API_KEY, max_retries=0, http_client=httpx2.Client(transport=transport(handler)))
+               floor: bool = False) -> anthropic.Anthropic:
+    if floor:
+        return FloorAnthropic(api_key=API_KEY, max_retries=0,
+                              http_client=FloorHttpClient(transport=httpx2.MockTransport(handler)))
+    return anthropic.Anthropic(api_key=API_KEY, max_retries=0,
+                               http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
 
 
 # -- the ways of answering -------------------------------------------------------------------------------------
@@ -147,10 +158,10 @@ def floor_client(calls: Sequence[Call], positions: Iterable[int]) -> anthropic.A
         call = prebuilt[request.content]
         return httpx2.Response(call.status, headers=list(call.headers), content=call.content)
 
-    learner = sdk_client(learn, transport=FloorTransport)
+    learner = sdk_client(learn, floor=True)
     for position in wanted:
         send(learner, json.loads(calls[position].kwargs_json), calls[position].streamed)
-    return sdk_client(serve, transport=FloorTransport)
+    return sdk_client(serve, floor=True)
 
 
 def floor_replay(calls: Sequence[Call], positions: range) -> list[float]:

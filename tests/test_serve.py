@@ -197,17 +197,17 @@ def test_recorded_connection_failure_is_a_dropped_connection(tmp_path: Path) -> 
 
 def test_truncated_stream_is_cut_after_its_events(tmp_path: Path) -> None:
     path = tmp_path / "run.yaml"
+    start = {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": []}}
     cassette = CassetteFile(meta={"format_version": 1, "source": "simulator"}, path=path, interactions=[{
         "request": {"method": "POST", "path": "/v1/messages", "body": echo("cut")},
         "response": {"status": 200, "headers": {"content-type": "text/event-stream"}, "truncated": True,
-                     "events": [{"event": "message_start", "data": {"type": "message_start"}, "offset_ms": 0},
+                     "events": [{"event": "message_start", "data": start, "offset_ms": 0},
                                 {"event": "ping", "data": {"type": "ping"}, "offset_ms": 1}]},
     }])
     save_cassette(cassette)
     with ReplayServer([path]) as server:
         _, chunks, ended = chunks_of(server.base_url, echo("cut"))
-    assert [json.loads(chunk.split(b"data: ")[1]) for chunk in chunks] == [{"type": "message_start"},
-                                                                           {"type": "ping"}]
+    assert [json.loads(chunk.split(b"data: ")[1]) for chunk in chunks] == [start, {"type": "ping"}]
     assert not ended
 
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import yaml
 
 from harness.cassette.multipart import check_part_files, externalize_large_parts
+from harness.cassette.sse import MalformedStream, check_stream
 from harness.errors import CassetteError, absolute
 
 if TYPE_CHECKING:
@@ -440,6 +441,28 @@ def load_cassette(path: str | Path) -> CassetteFile:
         # Large upload parts kept beside the cassette must still be the bytes that were recorded.
         check_part_files(data["interactions"], path, read_bytes_bounded)
     return CassetteFile(meta=data["harness"], interactions=data["interactions"], path=path)
+
+
+def check_streams(cassette: CassetteFile) -> None:
+    """Refuse a cassette with a stream the SDK could not read to its end, naming the interaction and the event.
+
+    For the readers that replay (everything built on `Cassette`: use_cassette, the pytest plugin, serve, the
+    proxy, chaos), once when the file is loaded, so a damaged stream is this CassetteError rather than the
+    SDK's own TypeError or IndexError from inside its accumulator, and the replay hot path is untouched.
+    Each successful (2xx) streamed answer must follow the Messages API's order (`sse.StreamCheck`, the same
+    rules `fold_stream` applies for show and eval) and end in message_stop or an error event, unless it was
+    recorded as cut (`truncated: true`).
+    """
+    for position, interaction in enumerate(cassette.interactions):
+        response = interaction.get("response")
+        if response is None or "events" not in response or not 200 <= response["status"] < 300:
+            continue
+        try:
+            check_stream(response["events"], cut=response.get("truncated", False))
+        except MalformedStream as err:
+            where = f"$.interactions[{position}].response.events[{err.event}]"
+            raise CassetteError(f"a stream the SDK cannot read: {err.reason}", file=cassette.path,
+                                where=where) from None
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from harness.cassette import modes
 from harness.cassette.fork import fork_provenance
-from harness.cassette.format import CassetteFile, load_cassette, save_cassette
+from harness.cassette.format import CassetteFile, check_streams, load_cassette, save_cassette
 from harness.cassette.lock import RecordingLock
 from harness.cassette.mismatch import CassetteMismatch
 from harness.cassette.modes import Mode
@@ -58,6 +58,7 @@ class Storage:
         self.existed = self.path.exists()
         if self.existed and mode != "rewrite":
             self.recorded = load_cassette(self.path)
+            check_streams(self.recorded)  # once here, so that no replayed request pays for it
         elif mode == "none":
             raise CassetteError(
                 "no cassette here, and mode 'none' only replays; record it first "

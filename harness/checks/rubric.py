@@ -237,15 +237,29 @@ def parse_verdict(message: Mapping[str, Any]) -> dict[str, Any]:
     return verdict
 
 
-def judged(verdict: Mapping[str, Any], params: Mapping[str, Any], *, judge: str) -> CheckResult:
+def run_text(request: Mapping[str, Any]) -> str:
+    """The rendered run a judge request shows (what its reasons must quote)."""
+    parts = request_parts(request)
+    return str(parts["run"] or "")
+
+
+def judged(
+    verdict: Mapping[str, Any], params: Mapping[str, Any], *, judge: str, shown: str | None = None
+) -> CheckResult:
     """The check's result from a parsed verdict: the judge's reasons, each naming its step. `judge` says who
-    judged ("claude-sonnet-4-6", "sim-judge (simulator)")."""
+    judged ("claude-sonnet-4-6, simulator"); with `shown` (the run the judge read), a quote that is not in it is
+    marked, so a reason the judge made up reads as such."""
     threshold = params.get("threshold")
     score = float(verdict["score"])
     passed = score >= float(threshold) if threshold is not None else verdict["verdict"] == "pass"
-    reasons = list(verdict["reasons"])
+    reasons = [dict(r) for r in verdict["reasons"]]
+    if shown is not None:
+        for r in reasons:
+            r["quote_found"] = " ".join(r["quote"].split()) in " ".join(shown.split())
     said = "; ".join(
-        (f"step {r['step']}: " if r["step"] else "") + f"“{r['quote']}” {r['explanation']}".strip() for r in reasons
+        (f"step {r['step']}: " if r["step"] else "")
+        + f"“{r['quote']}”{'' if r.get('quote_found', True) else ' (not found in the run)'} {r['explanation']}".strip()
+        for r in reasons
     )
     graded = f" (score {score:.2f}{f', threshold {float(threshold):g}' if threshold is not None else ''})"
     reason = f"the judge ({judge}) says {verdict['verdict']}{graded}" + (f": {said}" if said else "")

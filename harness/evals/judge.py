@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.checks.base import CheckResult
 from harness.checks.rubric import NAME as RUBRIC
-from harness.checks.rubric import VerdictError, judge_request, judged, parse_verdict, request_parts
+from harness.checks.rubric import VerdictError, judge_request, judged, parse_verdict, request_parts, run_text
 from harness.errors import HarnessError
 from harness.evals.golden import GoldenCheck, project_root, relative_to_root
 from harness.trajectory import Trajectory
@@ -106,7 +106,7 @@ class Judge:
         return "new_episodes"
 
     def check(
-        self, golden_name: str, golden_path: Path | None, check: GoldenCheck, trajectory: Trajectory
+        self, golden_label: str, golden_path: Path | None, check: GoldenCheck, trajectory: Trajectory
     ) -> tuple[CheckResult, dict[str, Any]]:
         """The judged check's result and its `judge` record: status judged | needs_rejudging | error, the
         cassette, the judge model, who answered (source), and what changed when a recording no longer matches."""
@@ -128,7 +128,7 @@ class Judge:
             record |= {"status": "needs_rejudging", "changed": ["not judged yet: no judge cassette"]}
             return self._rejudge(check, record), record
         try:
-            message, source = self._ask(path, request, golden_name, check)
+            message, source = self._ask(path, request, golden_label, check)
         except _Miss as miss:
             record |= {"status": "needs_rejudging", "changed": miss.changed, "differences": miss.differences}
             return self._rejudge(check, record), record
@@ -143,8 +143,8 @@ class Judge:
             record["error"] = str(err)
             return _failed(check, str(err)), record
         who = f"{request['model']}, {source}" if source else request["model"]
-        result = judged(verdict, check.params, judge=who)
-        record |= {"verdict": verdict["verdict"], "score": verdict["score"], "reasons": verdict["reasons"]}
+        result = judged(verdict, check.params, judge=who, shown=run_text(request))
+        record |= {"verdict": verdict["verdict"], "score": verdict["score"], "reasons": result.evidence["reasons"]}
         return result.named(check.id), record
 
     def _rejudge(self, check: GoldenCheck, record: Mapping[str, Any]) -> CheckResult:
@@ -158,11 +158,11 @@ class Judge:
         )
 
     def _ask(
-        self, path: Path, request: dict[str, Any], golden_name: str, check: GoldenCheck
+        self, path: Path, request: dict[str, Any], golden_label: str, check: GoldenCheck
     ) -> tuple[dict[str, Any], str | None]:
         if self.mode == "replay":
             return self._replay(path, request)
-        return self._record(path, request, golden_name, check)
+        return self._record(path, request, golden_label, check)
 
     def _replay(self, path: Path, request: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
         """The recorded answer to `request`, matched as replay matches (the request's fingerprint), read straight
@@ -189,7 +189,7 @@ class Judge:
         return dict(answers[-1]), cassette.meta.get("source")
 
     def _record(
-        self, path: Path, request: dict[str, Any], golden_name: str, check: GoldenCheck
+        self, path: Path, request: dict[str, Any], golden_label: str, check: GoldenCheck
     ) -> tuple[dict[str, Any], str | None]:
         """Through use_cassette (redaction, format, the recording lock): replay what matches, ask the rest."""
         import anthropic
@@ -217,7 +217,7 @@ class Judge:
                     cassette.provenance = {
                         **cassette.provenance,
                         "judge": True,
-                        "golden": golden_name,
+                        "golden": golden_label,
                         "check": check.id,
                     }
                     source = cassette.provenance.get("source")

@@ -32,7 +32,11 @@ def _word_chunks(text: str) -> list[str]:
 
 def _block_events(index: int, block: dict[str, Any]) -> list[Event]:
     kind = block.get("type")
-    if kind == "text":
+    if kind == "text" and block.get("citations"):  # citations first, one delta each, then the text
+        start = {"citations": [], "type": "text", "text": ""}
+        deltas = [{"type": "citations_delta", "citation": citation} for citation in block["citations"]]
+        deltas += [{"type": "text_delta", "text": chunk} for chunk in _word_chunks(block["text"])]
+    elif kind == "text":
         start = {"type": "text", "text": ""}
         deltas = [{"type": "text_delta", "text": chunk} for chunk in _word_chunks(block["text"])]
     elif kind == "thinking":

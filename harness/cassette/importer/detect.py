@@ -151,6 +151,19 @@ def _plain_header_name(loader: yaml.BaseLoader, node: yaml.Node) -> str:
     return name
 
 
+_PLAIN_SCALAR_TAGS = frozenset({"tag:yaml.org,2002:str", "tag:yaml.org,2002:null"})
+
+
+def _plain_scalars(node: yaml.Node) -> bool:
+    """A string, a null, or a mapping of them: data that builds nothing, whatever a loader does with it."""
+    if isinstance(node, yaml.ScalarNode):
+        return node.tag in _PLAIN_SCALAR_TAGS
+    return isinstance(node, yaml.MappingNode) and all(
+        _plain_scalars(key) and isinstance(value, yaml.ScalarNode) and _plain_scalars(value)
+        for key, value in node.value
+    )
+
+
 def _plain_header_name_new(loader: yaml.BaseLoader, node: yaml.Node) -> str:
     """The `new:` form: `[Content-Type]`, or `{args: [Content-Type]}` with nothing but scalars beside it."""
     if isinstance(node, yaml.SequenceNode):
@@ -161,14 +174,7 @@ def _plain_header_name_new(loader: yaml.BaseLoader, node: yaml.Node) -> str:
         name = _one_string(args.value) if isinstance(args, yaml.SequenceNode) else None
         # A `state:` of plain scalars is the istr's cached case-folded form; anything richer could build something.
         state = fields.get("state")
-        if (
-            state is not None
-            and not isinstance(state, yaml.ScalarNode)
-            and not (
-                isinstance(state, yaml.MappingNode)
-                and all(isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode) for k, v in state.value)
-            )
-        ):
+        if state is not None and not _plain_scalars(state):
             name = None
         if set(fields) - {"args", "state"}:
             name = None
