@@ -57,6 +57,7 @@ try:  # `python -m bench.replay` from the repository root, or `python bench/repl
 except ModuleNotFoundError:  # pragma: no cover - run as a plain script
     from _cassettes import CYCLE, agent_interactions, sdk_arguments, write_all  # type: ignore[no-redef]
 
+from harness import commands
 from harness.cassette.format import load_cassette
 from harness.cassette.recorder import use_cassette
 from harness.cassette.wire import body_bytes
@@ -462,8 +463,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.sizes, args.repeat, args.window, args.body_max = "100,1000", 1, CYCLE, 100
     sizes = sorted({int(part) for part in args.sizes.split(",") if part.strip()})
-    console = Console(width=max(120, shutil.get_terminal_size().columns))
-    progress = Console(stderr=True)
+    console = commands.console(width=max(120, shutil.get_terminal_size().columns))  # NO_COLOR, FORCE_COLOR
+    progress = commands.console(stderr=True)
 
     with contextlib.ExitStack() as stack:
         folder = args.workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-replay-")))

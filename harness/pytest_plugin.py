@@ -205,12 +205,15 @@ def _marked_cassette(
     A keyword the marker (or harness_config) does not take fails the test here, at setup, with one screen.
     """
     marker = request.node.get_closest_marker("cassette")
+    marker_options: dict[str, Any] = {}
+    problem: str | None = None
     try:
         marker_options = marker_keywords(marker) if marker else {}
     except ValueError as err:
-        pytest.fail(f"{request.node.nodeid}: {err}", pytrace=False)
+        problem = f"{request.node.nodeid}: {err}"
     valid = _valid_keywords(consumer)
-    problem = unknown_options(marker_options, valid, what=f"{request.node.nodeid}: @pytest.mark.cassette")
+    if problem is None:
+        problem = unknown_options(marker_options, valid, what=f"{request.node.nodeid}: @pytest.mark.cassette")
     if problem is None:
         everything = dict.fromkeys([*valid, *_valid_keywords("agent_sdk" if consumer == "cassette" else "cassette"),
                                     *CLIENT_OPTIONS])
@@ -227,8 +230,17 @@ def _marked_cassette(
 
 def _open_failure(request: pytest.FixtureRequest, err: Exception) -> None:
     """A cassette that cannot be opened (corrupt, hostile, a bad option value) as one screen: the file, the
-    place and the reason, no traceback through the harness."""
-    pytest.fail(f"{request.node.nodeid}: {err}", pytrace=False)
+    place, the reason and what to do, no traceback through the harness."""
+    pytest.fail(f"{request.node.nodeid}: {err}{_next_step(err)}", pytrace=False)
+
+
+def _next_step(error: BaseException) -> str:
+    from harness.errors import CassetteError
+
+    if isinstance(error, CassetteError) and error.file:
+        return ("\nFix the file, or record it afresh: pytest --record-mode=rewrite "
+                "(or use_cassette(..., mode='rewrite')).")
+    return ""
 
 
 @pytest.fixture
@@ -269,7 +281,11 @@ def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> 
             request.getfixturevalue("monkeypatch").setenv("ANTHROPIC_BASE_URL", simulator_url)
         active = context.__enter__()
     except HarnessError as err:
-        _open_failure(request, err)
+        problem: HarnessError | None = err
+    else:
+        problem = None
+    if problem is not None:  # failed outside the except block: no "during handling" chain on the screen
+        _open_failure(request, problem)
     active.allow_unused = allow_unused  # type: ignore[attr-defined]
     request.node.stash[_CASSETTE_KEY] = active
     try:
@@ -403,6 +419,15 @@ def _miss_failure(item: pytest.Item, active: Any, raised: BaseException | None) 
     return pytest.fail.Exception(mismatch.describe(tool) + _where(item, raised), pytrace=False)
 
 
+def _bad_input_failure(item: pytest.Item, error: BaseException) -> pytest.fail.Exception | None:
+    """A file the harness cannot use (a corrupt cassette or golden the test opened itself) as one screen: the file,
+    the place, what to do, and the test's line; no traceback through the harness."""
+    errors = sys.modules.get("harness.errors")  # not loaded: no harness error was raised
+    if errors is None or not isinstance(error, errors.HarnessError):
+        return None
+    return pytest.fail.Exception(f"{error}{_next_step(error)}{_where(item, error)}", pytrace=False)
+
+
 @pytest.fixture
 def agent_sdk(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> Iterator[Any]:
     """A Claude Agent SDK run against this test's cassette: `ClaudeAgentOptions(env=agent_sdk.env)`.
@@ -424,10 +449,13 @@ def agent_sdk(request: pytest.FixtureRequest, harness_config: dict[str, Any]) ->
     session_options = set(keywords_of(AgentSdkSession))  # harness_config may hold use_cassette's options too
     session = AgentSdkSession(cassette_path, mode, normalize=rules or None,
                               **{k: v for k, v in options.items() if k in session_options})
+    failure: HarnessError | None = None
     try:
         session.start()
     except HarnessError as err:
-        pytest.fail(str(err), pytrace=False)
+        failure = err
+    if failure is not None:  # outside the except block: one screen, no "during handling" chain
+        pytest.fail(str(failure), pytrace=False)
     request.node.stash[_AGENT_SDK_KEY] = session
     try:
         yield session
@@ -446,7 +474,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         # test fails on the first miss instead, with its diff. Any other failure of the test stands as it is.
         if session is not None and session.first_miss():
             raise pytest.fail.Exception(_agent_sdk_problems(item, session), pytrace=False) from None
-        failure = _miss_failure(item, active, raised)
+        failure = _miss_failure(item, active, raised) or _bad_input_failure(item, raised)
         if failure is not None:
             raise failure from None
         no_key = _missing_credential(raised)

@@ -608,3 +608,18 @@ def test_an_httprr_header_line_ending_in_a_bare_lf_is_read_as_go_reads_it(tmp_pa
     first = import_file(source).interactions[0]
     assert first["request"]["headers"] == {"anthropic-version": "2023-06-01", "content-type": "application/json"}
     assert first["request"]["body"] == REQUEST
+
+
+def test_a_gzipped_httprr_trace_imports_and_scan_reads_it(tmp_path: Path) -> None:
+    import gzip
+
+    from harness.cassette.scan import scan_paths
+
+    source = tmp_path / "testdata" / "TestFruit.httprr.gz"  # langchaingo keeps its traces compressed
+    source.parent.mkdir()
+    source.write_bytes(gzip.compress(httprr_trace()))
+    assert detect_format(source) == HTTPRR
+    (written,) = import_paths([source.parent], tmp_path / "out")
+    assert written.name == "TestFruit.yaml" and KEY not in written.read_text(encoding="utf-8")
+    assert replay_messages(written) == (MESSAGE, "A pear.")
+    assert any(finding.kind.startswith("anthropic-key") for finding in scan_paths([source]))

@@ -121,7 +121,49 @@ def test_it(anthropic_client):
     result = project.runpytest("test_corrupt.py")
     result.assert_outcomes(errors=1)
     output = result.stdout.str()
-    assert f"{bad}: line " in output
+    assert f"{bad}: line " in output and "record it afresh: pytest --record-mode=rewrite" in output
     assert "Traceback" not in output and "site-packages" not in output and "harness/cassette" not in output
+    assert "During handling" not in output
     error_section = output.split("ERROR at setup", 1)[1].split("short test summary", 1)[0]
     assert len(error_section.strip().splitlines()) <= 6, error_section
+
+
+def test_a_corrupt_cassette_the_test_opens_itself_is_one_screen_too(project: pytest.Pytester) -> None:
+    bad = project.path / "cassettes" / "bad.yaml"
+    bad.parent.mkdir()
+    bad.write_text("harness:\n  version: 1\ninteractions:\n  - request: {method: POST\n", encoding="utf-8")
+    project.makepyfile(
+        test_own=ASK
+        + """
+from harness import use_cassette
+
+def test_it():
+    with use_cassette("cassettes/bad.yaml"):
+        ask(FakeMessagesAPI().client(), "hello")
+"""
+    )
+    result = project.runpytest("test_own.py")
+    result.assert_outcomes(failed=1)
+    output = result.stdout.str()
+    assert "cassettes/bad.yaml: line " in output and "not valid YAML" in output
+    assert "record it afresh: pytest --record-mode=rewrite" in output and "(in test_own.py:" in output
+    assert "Traceback" not in output and "harness/cassette" not in output
+
+
+def test_an_agent_sdk_test_takes_agent_sdk_sessions_keywords(project: pytest.Pytester) -> None:
+    from harness.agent_sdk import AgentSdkSession
+
+    project.makepyfile(
+        test_sdk="""
+import pytest
+
+@pytest.mark.cassette(upstrem="simulator")
+def test_it(agent_sdk):
+    pass
+"""
+    )
+    result = project.runpytest("test_sdk.py")
+    result.assert_outcomes(errors=1)
+    output = result.stdout.str()
+    assert "unknown option 'upstrem' (did you mean 'upstream'?)" in output
+    assert f"Valid: {', '.join([*keywords_of(AgentSdkSession), *MARKER_OWN['agent_sdk']])}." in output

@@ -445,3 +445,33 @@ def test_scan_flags_nothing_in_a_redacted_recording(upstream: str, tmp_path: Pat
     with use_cassette(path, mode="once"):
         run(upstream)
     assert not [f for f in scan_paths([path]) if f.kind.startswith("credential-field")]
+
+
+def test_scan_finds_a_key_an_httprr_stream_cuts_across_deltas_and_chunks(tmp_path: Path) -> None:
+    key = "sk-ant-api03-STREAMEDhttprr-" + "z" * 30
+    deltas = [key[i : i + 9] for i in range(0, len(key), 9)]
+    events = [
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        )
+    ]
+    events += [
+        (
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},
+        )
+        for piece in deltas
+    ]
+    sse = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
+    chunked = (
+        b"".join(f"{len(sse[i : i + 50]):x}\r\n".encode() + sse[i : i + 50] + b"\r\n" for i in range(0, len(sse), 50))
+        + b"0\r\n\r\n"
+    )
+    request = b"POST https://api.anthropic.com/v1/messages HTTP/1.1\r\nHost: api.anthropic.com\r\n\r\n"
+    response = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/event-stream\r\n\r\n" + chunked
+    path = tmp_path / "TestStream.httprr"
+    path.write_bytes(b"httprr trace v1\n" + f"{len(request)} {len(response)}\n".encode() + request + response)
+    assert key.encode() not in path.read_bytes(), "no raw pass can see it"
+    findings = scan_paths([path])
+    assert [f.kind for f in findings] == ["anthropic-key (in a joined stream)"], findings

@@ -35,7 +35,7 @@ from harness.cassette.wire import GZIP_MAGIC, BodyTooLarge, gunzip_bounded
 from harness.errors import HarnessError
 
 SCANNED_SUFFIXES = (".yaml", ".yml", ".json", ".har", ".txt", ".md", ".yaml.gz", ".yml.gz", ".json.gz", ".har.gz",
-                    ".httprr")
+                    ".httprr", ".httprr.gz")
 _STRUCTURED = (".yaml", ".yml", ".json", ".har")
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]{24,}")
 _MAX_SCANNED_BYTES = 64 * 1024 * 1024
@@ -149,8 +149,13 @@ def _parsed(text: str, file: Path, raw: bytes, problems: list[HarnessError] | No
     """The file's data, or None: not a structured file, or one that does not parse (then its error is added to
     `problems`: a corrupt cassette must not pass as "no secrets" when only its raw text could be searched)."""
     name = file.name.lower().removesuffix(".gz")
+    if raw[:2] == GZIP_MAGIC and name.endswith(".httprr"):
+        try:
+            raw = gunzip_bounded(raw)
+        except (BodyTooLarge, OSError, EOFError, ValueError):
+            return None
     if raw.startswith(HTTPRR_MAGIC):
-        return _httprr_bodies(raw, file)
+        return _httprr_bodies(raw, file, problems)
     if not name.endswith(_STRUCTURED):
         return None
     try:
@@ -169,15 +174,16 @@ def _parsed(text: str, file: Path, raw: bytes, problems: list[HarnessError] | No
     return None  # not parseable: the raw pass still ran
 
 
-def _httprr_bodies(raw: bytes, file: Path) -> list[bytes]:
+def _httprr_bodies(raw: bytes, file: Path, problems: list[HarnessError] | None = None) -> list[bytes]:
     """Every request and response body of an httprr trace, de-chunked (a stream's deltas then join)."""
     bodies: list[bytes] = []
     try:
         for exchange in httprr.read(raw, file):
             bodies.extend(body.encode("utf-8") if isinstance(body, str) else body
                           for body in (exchange.request_raw, exchange.response_raw) if body)
-    except HarnessError:
-        pass  # a corrupt trace: what was read is searched, and the raw pass still ran
+    except HarnessError as err:  # a corrupt trace: what was read is searched, the raw pass still ran
+        if problems is not None:
+            problems.append(err)
     return bodies
 
 
