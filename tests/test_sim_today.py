@@ -376,6 +376,31 @@ def test_a_compaction_request_answers_a_compaction_block_that_later_requests_sta
     assert answer.stop_reason == "tool_use"  # a new task after the summary; the conversation starts from it
 
 
+def test_the_sdks_tool_runner_compacts_before_the_next_turn_and_carries_on(c: anthropic.Anthropic) -> None:
+    from anthropic import beta_tool
+
+    @beta_tool
+    def lookup_order(order_id: str) -> str:
+        """Look up the shipping status of an order."""
+        return f"Order {order_id} arrives tomorrow."
+
+    runner = c.beta.messages.tool_runner(
+        model=MODEL,
+        max_tokens=1000,
+        tools=[lookup_order],
+        messages=[{"role": "user", "content": "Where is order 4821?"}],
+        betas=["compact-2026-09-04"],
+    )
+    stops = []
+    for message in runner:
+        stops.append(message.stop_reason)
+        if len(stops) == 1:
+            runner.compact_before_next_turn()
+        if message.stop_reason == "compaction":
+            assert message.usage.iterations[0].type == "compaction" and "lookup_order" in message.content[0].content
+    assert stops == ["tool_use", "compaction", "end_turn"]
+
+
 def test_clear_tool_uses_and_clear_thinking_edits_are_applied_and_reported(c: anthropic.Anthropic) -> None:
     edits = [
         {

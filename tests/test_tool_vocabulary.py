@@ -525,9 +525,128 @@ def test_self_correction_sees_a_failed_mcp_call_and_its_corrected_retry(tmp_path
 
     result = self_correction(load_trajectory(MCP), {"require_error": True})
     assert result.passed and result.evidence["errors"] == [
-        {"step": 1, "tool": "search_docs", "id": "mcptoolu_01A7Kq3VxQnKzS1bW4dTtHc2", "recovered": True}]
+        {"step": 1, "tool": "search_docs", "id": "mcptoolu_01A7Kq3VxQnKzS1bW4dTtHc2", "recovered": True}
+    ]
     raw = _raw(MCP)
     content = raw["interactions"][0]["response"]["body"]["content"]
     content[3]["input"] = dict(content[1]["input"])  # the retry is identical: no correction at all
     raw["interactions"][1]["request"]["body"]["messages"][1]["content"] = content
     assert not self_correction(_trajectory_of(raw, tmp_path), {}).passed
+
+
+@pytest.mark.real_cassettes
+def test_show_a_real_code_execution_its_container_and_output(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_checks_support import REAL
+
+    path = REAL / "pydantic-ai/models/cassettes/test_anthropic/test_anthropic_code_execution_tool_stream.yaml"
+    out = _show(path, capsys, monkeypatch)
+    assert "container container_011CaNRFAbjdPf4rmBarZzqQ (expires 2026-04-24T11:13:36.730129Z)" in out
+    assert "exit 0" in out and "stdout: -428330955.97745" in out
+    (call,) = load_trajectory(path).tool_calls
+    assert call.result is not None and call.result.details == {
+        "return_code": 0,
+        "stdout": "-428330955.97745\n",
+        "stderr": "",
+    }
+
+
+def test_a_fetched_page_reads_as_its_title_url_and_text() -> None:
+    fetch = {
+        "type": "web_fetch_tool_result",
+        "tool_use_id": "srvtoolu_01F",
+        "content": {
+            "type": "web_fetch_result",
+            "url": "https://example.com/guide",
+            "retrieved_at": "2026-11-30T10:00:00Z",
+            "content": {
+                "type": "document",
+                "title": "The guide",
+                "source": {"type": "text", "media_type": "text/plain", "data": "Step one: read it."},
+            },
+        },
+    }
+    failed = {
+        "type": "web_fetch_tool_result",
+        "tool_use_id": "srvtoolu_01G",
+        "content": {"type": "web_fetch_tool_result_error", "error_code": "url_not_accessible"},
+    }
+    message = {
+        "id": "msg_f",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [
+            {
+                "type": "server_tool_use",
+                "id": "srvtoolu_01F",
+                "name": "web_fetch",
+                "input": {"url": "https://example.com/guide"},
+            },
+            fetch,
+            {
+                "type": "server_tool_use",
+                "id": "srvtoolu_01G",
+                "name": "web_fetch",
+                "input": {"url": "https://example.com/private"},
+            },
+            failed,
+            {"type": "text", "text": "Read it."},
+        ],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 10, "output_tokens": 5, "server_tool_use": {"web_fetch_requests": 2}},
+    }
+    request = {"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": [{"role": "user", "content": "Read"}]}
+    trajectory = Trajectory.from_exchanges([Exchange(request=request, message=message, status=200)])
+    page, refused = trajectory.tool_calls
+    assert page.output == "The guide <https://example.com/guide>\nStep one: read it."
+    assert page.result is not None and page.result.details == {
+        "url": "https://example.com/guide",
+        "title": "The guide",
+        "retrieved_at": "2026-11-30T10:00:00Z",
+        "media_type": "text/plain",
+        "chars": 18,
+    }
+    assert refused.is_error and refused.result is not None and refused.result.error_code == "url_not_accessible"
+    assert tool_ids_matched(trajectory, {}).passed
+    assert trajectory.usage.web_fetch_requests == 2 and trajectory.cost_usd == pytest.approx(
+        (10 * 3 + 5 * 15) / MILLION
+    )
+
+
+def test_reports_show_mcp_calls_and_cost_by_kind(tmp_path: Path) -> None:
+    golden = tmp_path / "search.json"
+    checks = [{"check": "tool_ids_matched"}, {"check": "no_repeated_calls"}, {"check": "self_correction"}]
+    golden.write_text(
+        json.dumps({"name": "search", "cassettes": [str(WEB_SEARCH), str(MCP)], "checks": checks}), encoding="utf-8"
+    )
+    out = {kind: tmp_path / f"r.{kind}" for kind in ("json", "md", "html", "xml")}
+    assert (
+        harness_main(
+            [
+                "eval",
+                str(golden),
+                "--json",
+                str(out["json"]),
+                "--markdown",
+                str(out["md"]),
+                "--html",
+                str(out["html"]),
+                "--junit",
+                str(out["xml"]),
+            ]
+        )
+        == 0
+    )
+    results = json.loads(out["json"].read_text(encoding="utf-8"))
+    web, mcp = results["cases"]
+    assert web["cost_by_kind"]["web_search"] == pytest.approx(0.02)
+    assert [(c["kind"], c.get("server_name")) for c in mcp["trajectory"]["tool_sequence"]] == [
+        ("mcp", "docs"),
+        ("mcp", "docs"),
+        ("client", None),
+    ]
+    assert "web search $0.0200" in out["md"].read_text(encoding="utf-8")
+    assert "cost by kind: input $0.0357 · output $0.0060" in out["xml"].read_text(encoding="utf-8")
+    assert "(MCP server docs)" in out["html"].read_text(encoding="utf-8")

@@ -21,6 +21,9 @@ defined client tools (memory, bash, text editor, computer; `harness.sim.defined_
 agent's own, with inputs of their published shapes. A `defer_loading` tool is not called until a tool search
 has surfaced it.
 
+With `output_config.format` (structured outputs) the final answer is an instance of the schema, the same
+for the same request (`harness.sim.structured`).
+
 `tool_choice` is honoured as the real API does: `none` answers without tools, `any` and `tool` always
 call (the named tool for `tool`) and write no text before the call. Inputs are seeded from the
 simulator's seed, the tool's name and schema, and how many times the conversation already called the
@@ -36,6 +39,7 @@ from typing import Any
 
 from harness.sim.conversation import Conversation, Reply, ToolExchange, text_block, tool_use_block
 from harness.sim.defined_tools import defined_kind, input_for
+from harness.sim.ids import request_fingerprint
 from harness.sim.schema_instances import SchemaUnsatisfied, instance_for
 from harness.sim.server_tools import (
     RESULT_TYPES,
@@ -50,6 +54,7 @@ from harness.sim.server_tools import (
     surfaced,
     urls_in,
 )
+from harness.sim.structured import apply_format
 
 NAME = "auto"
 MAX_TRIES = 3  # calls of one tool in a row that may fail before until-corrected gives up on it
@@ -98,6 +103,12 @@ def model(options: AutoOptions, seed: int) -> Callable[[Conversation], Reply]:
 
 
 def answer(conversation: Conversation, options: AutoOptions, seed: int) -> Reply:
+    # With output_config.format the answer is a schema instance, seeded by the request (harness.sim.structured).
+    reply = _answer(conversation, options, seed)
+    return apply_format(conversation, reply, seed, request_fingerprint(conversation.body))
+
+
+def _answer(conversation: Conversation, options: AutoOptions, seed: int) -> Reply:
     choice = conversation.body.get("tool_choice")
     choice = choice if isinstance(choice, dict) else {}
     kind = choice.get("type", "auto")
