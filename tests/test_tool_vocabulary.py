@@ -613,3 +613,49 @@ def test_a_fetched_page_reads_as_its_title_url_and_text() -> None:
     assert trajectory.usage.web_fetch_requests == 2 and trajectory.cost_usd == pytest.approx(
         (10 * 3 + 5 * 15) / MILLION
     )
+
+
+def test_reports_show_mcp_calls_and_cost_by_kind(tmp_path: Path) -> None:
+    golden = tmp_path / "search.json"
+    checks = [{"check": "tool_ids_matched"}, {"check": "no_repeated_calls"}, {"check": "self_correction"}]
+    golden.write_text(
+        json.dumps({"name": "search", "cassettes": [str(WEB_SEARCH), str(MCP)], "checks": checks}), encoding="utf-8"
+    )
+    out = {kind: tmp_path / f"r.{kind}" for kind in ("json", "md", "html", "xml")}
+    assert (
+        harness_main(
+            [
+                "eval",
+                str(golden),
+                "--json",
+                str(out["json"]),
+                "--markdown",
+                str(out["md"]),
+                "--html",
+                str(out["html"]),
+                "--junit",
+                str(out["xml"]),
+            ]
+        )
+        == 0
+    )
+    results = json.loads(out["json"].read_text(encoding="utf-8"))
+    web, mcp = results["cases"]
+    assert web["cost_by_kind"]["web_search"] == pytest.approx(0.02)
+    assert [(c["kind"], c.get("server_name")) for c in mcp["trajectory"]["tool_sequence"]] == [
+        ("mcp", "docs"),
+        ("mcp", "docs"),
+        ("client", None),
+    ]
+    assert "web search $0.0200" in out["md"].read_text(encoding="utf-8")
+    assert "cost by kind: input $0.0357 · output $0.0060" in out["xml"].read_text(encoding="utf-8")
+    assert "(MCP server docs)" in out["html"].read_text(encoding="utf-8")
+
+
+def test_the_sdks_own_usage_object_is_read_as_its_json_is() -> None:
+    from anthropic.types.beta import BetaUsage
+
+    (message,) = _messages(COMPACTION)
+    sdk = BetaUsage.model_validate(message["usage"])
+    assert Usage.from_api(sdk) == Usage.from_api(message["usage"])
+    assert Usage.from_api(sdk).iterations[0].type == "compaction" and Usage.from_api(sdk).input == 99_357

@@ -113,8 +113,11 @@ class Judge:
     ) -> tuple[CheckResult, dict[str, Any]]:
         """The judged check's result and its `judge` record: status judged | needs_rejudging | error, the
         cassette, the judge model, who answered (source), and what changed when a recording no longer matches."""
-        if golden_path is None:
-            raise HarnessError("a judged check needs its golden's file: the judge cassette is kept beside it")
+        if golden_path is None:  # an inline golden: nowhere to keep a judge cassette
+            reason = "a judged check needs its golden's file: the judge cassette is kept beside it"
+            record = {"status": "error", "cassette": "", "model": str(check.params.get("model", "")), "source": None,
+                      "mode": self.mode, "changed": [], "differences": [], "error": reason}  # fmt: skip
+            return _failed(check, reason), record
         path = judge_cassette_path(golden_path, check.id)
         request = judge_request(trajectory, check.params)
         root = self._roots.get(golden_path) or self._roots.setdefault(golden_path, project_root(golden_path))
