@@ -14,8 +14,6 @@ if TYPE_CHECKING:  # `import x as x`: an explicit re-export, as checkers read it
     from harness.agent_sdk import AgentSdkSession as AgentSdkSession
     from harness.batches import wait_for_batch as wait_for_batch
     from harness.batches import wait_for_batch_async as wait_for_batch_async
-    from harness.cassette.normalize import Normalization as Normalization
-    from harness.cassette.normalize import Substitution as Substitution
     from harness.cassette.recorder import Cassette as Cassette
     from harness.cassette.recorder import CassetteMismatch as CassetteMismatch
     from harness.cassette.recorder import use_cassette as use_cassette
@@ -26,6 +24,8 @@ if TYPE_CHECKING:  # `import x as x`: an explicit re-export, as checkers read it
     from harness.loop import TokenBudget as TokenBudget
     from harness.loop import run_loop as run_loop
     from harness.loop import run_loop_async as run_loop_async
+    from harness.normalize import Normalization as Normalization
+    from harness.normalize import Substitution as Substitution
     from harness.sim import Simulator as Simulator
     from harness.testing import assert_trajectory as assert_trajectory
     from harness.tools import Tool as Tool
@@ -56,8 +56,8 @@ _EXPORTS: dict[str, str] = {
     "wait_for_batch": "harness.batches",
     "wait_for_batch_async": "harness.batches",
     "batch_trajectories": "harness.trajectory",
-    "Normalization": "harness.cassette.normalize",
-    "Substitution": "harness.cassette.normalize",
+    "Normalization": "harness.normalize",
+    "Substitution": "harness.normalize",
     "AgentSdkSession": "harness.agent_sdk",
 }
 

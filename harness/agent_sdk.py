@@ -21,10 +21,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from harness.cassette.normalize import Normalization
 from harness.cassette.recorder import Cassette, Mode
 from harness.cassette.sequence import Drift
 from harness.errors import CassetteError, absolute
+from harness.normalize import Normalization
 
 LIVE_API = "https://api.anthropic.com"
 SIMULATOR = "simulator"

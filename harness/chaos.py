@@ -35,13 +35,13 @@ import httpx2
 from anthropic._base_client import BaseClient
 
 from harness.cassette.recorder import Cassette, Lookup
-from harness.cassette.sse import SSE_CONTENT_TYPE, render_sse
-from harness.cassette.wire import body_bytes, replay_headers
 from harness.errors import HarnessError, absolute
 from harness.project import ProjectScenario
 from harness.sim.faults import CHAOS_KINDS, ERROR_STATUSES, KINDS, Fault, cut_body, stream_error
 from harness.sim.faults import normalize_faults as normalize_fault_map
 from harness.trajectory import Trajectory
+from harness.wire.bodies import body_bytes, replay_headers
+from harness.wire.sse import SSE_CONTENT_TYPE, render_sse
 
 if TYPE_CHECKING:
     from harness_demo.scenarios import Scenario

@@ -26,8 +26,8 @@ from bench._cassettes import agent_interactions, write_all
 from harness.cassette import format as cassette_format
 from harness.cassette.format import CassetteFile, dump_cassette, load_cassette, save_cassette
 from harness.cassette.recorder import Cassette, use_cassette
-from harness.cassette.wire import body_bytes
 from harness.errors import CassetteError
+from harness.wire.bodies import body_bytes
 
 # -- the benchmark ---------------------------------------------------------------------------------------
 

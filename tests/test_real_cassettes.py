@@ -31,8 +31,8 @@ from harness.cassette.importer import (
 )
 from harness.cassette.recorder import use_cassette
 from harness.cassette.redact import REQUEST_HEADERS_KEPT, RESPONSE_HEADER_PREFIXES_KEPT, RESPONSE_HEADERS_KEPT
-from harness.cassette.wire import response_message
 from harness.commands import import_ as import_cli
+from harness.wire.bodies import response_message
 from tests.conftest import REAL_CASSETTES as CORPUS
 from tests.conftest import corpus_params
 

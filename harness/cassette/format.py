@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import yaml
 
-from harness.cassette.multipart import check_part_files, externalize_large_parts
-from harness.cassette.sse import MalformedStream, check_stream
 from harness.errors import CassetteError, absolute
+from harness.wire.multipart import check_part_files, externalize_large_parts
+from harness.wire.sse import MalformedStream, check_stream
 
 if TYPE_CHECKING:
     import jsonschema

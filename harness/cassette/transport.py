@@ -56,8 +56,8 @@ from anthropic._base_client import BaseClient
 from anthropic._compat import model_copy
 
 from harness.cassette.modes import PLACEHOLDER_API_KEY
-from harness.cassette.wire import REPLAYED_HEADER, body_bytes, replay_headers
 from harness.errors import CassetteError
+from harness.wire.bodies import REPLAYED_HEADER, body_bytes, replay_headers
 
 if TYPE_CHECKING:
     from harness.cassette.recorder import Cassette

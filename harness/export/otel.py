@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from harness.errors import HarnessError
-from harness.export import genai
 from harness.run import ToolCall, Usage
+from harness.telemetry import genai
 from harness.trajectory import Attempt, Run, Step, Trajectory
 
 if TYPE_CHECKING:

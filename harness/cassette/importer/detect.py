@@ -32,8 +32,8 @@ from harness.cassette.format import (
     read_text_bounded,
     regular_file_size,
 )
-from harness.cassette.wire import GZIP_MAGIC, BodyTooLarge, gunzip_bounded
 from harness.errors import CassetteError, absolute
+from harness.wire.bodies import GZIP_MAGIC, BodyTooLarge, gunzip_bounded
 
 HARNESS = "harness"  # ours already: loaded, not converted
 VCRPY_YAML = "vcrpy-yaml"  # `interactions:` with `body: {string: ...}` (str, or `!!binary` gzip)

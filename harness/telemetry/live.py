@@ -22,8 +22,8 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from harness.export import genai
 from harness.run import Exchange, Usage
+from harness.telemetry import genai
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer

@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harness.cassette.modes import MODES, PLACEHOLDER_API_KEY
-from harness.pytest_marker import MARKER_OWN, cassette_path_of, keywords_of, marker_keywords, unknown_options
+from harness.pytest_plugin.marker import MARKER_OWN, cassette_path_of, keywords_of, marker_keywords, unknown_options
 
 # --drift-report and the fork summary, and the check of cassettes shared by several tests, live in their
 # own modules, registered with this one.
-pytest_plugins = ("harness.pytest_drift", "harness.pytest_shared")
+pytest_plugins = ("harness.pytest_plugin.drift", "harness.pytest_plugin.shared")
 
 if TYPE_CHECKING:
     from harness.cassette.recorder import Cassette
@@ -438,8 +438,8 @@ def agent_sdk(request: pytest.FixtureRequest, harness_config: dict[str, Any]) ->
     allow_unused, allow_rejected.
     """
     from harness.agent_sdk import AgentSdkSession
-    from harness.cassette.normalize import Normalization
     from harness.errors import HarnessError
+    from harness.normalize import Normalization
 
     cassette_path, options, mode = _marked_cassette(request, harness_config, "agent_sdk")
     rules = options.pop("normalize", None) or Normalization()
@@ -489,7 +489,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     failure = None if item.config.getoption("--drift-report", None) else _miss_failure(item, active, None)
     if failure is not None:
         raise failure
-    from harness.pytest_shared import is_shared  # registered by pytest_plugins: imported there first
+    from harness.pytest_plugin.shared import is_shared  # registered by pytest_plugins: imported there first
 
     if active is not None and active.write_protected and not getattr(active, "allow_unused", False) and not (
             is_shared(item, active.path)):  # several tests play it: checked once, at the end (pytest_shared)
@@ -532,7 +532,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         item.stash[_FAILED_KEY] = True
     active = item.stash.get(_CASSETTE_KEY, None)
     if report.when == "call" and active is not None:
-        from harness.pytest_shared import note_played
+        from harness.pytest_plugin.shared import note_played
 
         note_played(item, active, passed=report.passed)
     return report

@@ -694,10 +694,10 @@ async def _call_async(client: anthropic.AsyncAnthropic, effect: _CallModel) -> _
 
 
 def _loop_spans(provider: Any, model: str, client: Any = None) -> Any:
-    """The run's span emitter (harness/export/live.py), or None when there is no provider to emit to."""
+    """The run's span emitter (harness/telemetry/live.py), or None when there is no provider to emit to."""
     if provider is None and "opentelemetry.trace" not in sys.modules:
         return None  # nobody imported OpenTelemetry, so no global provider is set
-    from harness.export.live import loop_spans
+    from harness.telemetry.live import loop_spans
 
     return loop_spans(provider, model=model, client=client)
 
@@ -731,7 +731,7 @@ def run_loop(
     """Run the agent loop to an outcome. `overrides` replace `LoopConfig` fields, e.g. max_steps=5.
 
     `tracer_provider` (else OpenTelemetry's global one, when set) gets GenAI spans of the run as it goes
-    (harness/export/live.py).
+    (harness/telemetry/live.py).
     """
     steps = _Machine(system=system, user=user, tools=tools, model=model, max_tokens=max_tokens,
                      config=_settings(config, overrides), on_event=on_event).run()
