@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # `import x as x`: an explicit re-export, as checkers read it
     from harness.trajectory import batch_trajectories as batch_trajectories
     from harness.trajectory import load_trajectory as load_trajectory
 
-__version__ = "0.1.0"
+from harness._version import __version__
 
 _EXPORTS: dict[str, str] = {
     "run_loop": "harness.loop",

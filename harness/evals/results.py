@@ -281,7 +281,7 @@ class ResultsWriter:
 
     def head(self, *, duration_ms: float | None = None, created_at: str | None = None) -> dict[str, Any]:
         """The document without its cases: everything a summary or a total needs."""
-        from harness import __version__
+        from harness._version import __version__
 
         # A stale judgement is bad input (exit 2), like a case that could not run: re-judge, then read the verdict.
         status = ("error" if self._statuses["error"] or self._rejudge else "failed" if self._statuses["failed"]

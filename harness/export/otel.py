@@ -225,7 +225,7 @@ def _provider() -> tuple[TracerProvider, Any]:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from harness import __version__
+    from harness._version import __version__
 
     memory = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({"service.name": SERVICE_NAME,
@@ -237,7 +237,7 @@ def _provider() -> tuple[TracerProvider, Any]:
 def trajectory_spans(trajectory: Trajectory, *, include_content: bool = False) -> Sequence[ReadableSpan]:
     """The finished spans of a trajectory's traces, as the SDK hands them to an exporter."""
     require_otel()
-    from harness import __version__
+    from harness._version import __version__
 
     provider, memory = _provider()
     emit_trajectory(trajectory, provider.get_tracer(SERVICE_NAME, __version__), include_content=include_content)

@@ -456,7 +456,7 @@ def compare_results(
     gate: str = "flip",
 ) -> dict[str, Any]:
     """The comparison document of two results documents (see the module docstring)."""
-    from harness import __version__
+    from harness._version import __version__
 
     if gate not in GATES:
         raise HarnessError(f"unknown gate {gate!r}; one of {', '.join(GATES)}")

@@ -129,7 +129,7 @@ def _spend_total(entries: Sequence[Mapping[str, Any]], side: str) -> dict[str, A
 def drift_document(entries: Iterable[Mapping[str, Any]], *, mode: str = "none",
                    source: str = "pytest") -> dict[str, Any]:
     """The report of a whole run: every cassette's entry, drifted ones grouped by kind of change."""
-    from harness import __version__
+    from harness._version import __version__
 
     cassettes = _merge(entries)
     drifted = [entry for entry in cassettes if entry["status"] == "drifted"]

@@ -64,7 +64,7 @@ def tracer_for(provider: Any = None) -> Tracer | None:
         provider = trace.get_tracer_provider()
         if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
             return None
-    from harness import __version__
+    from harness._version import __version__
 
     return provider.get_tracer("loop-harness", __version__)
 
