@@ -39,8 +39,8 @@ from types import TracebackType
 from typing import Any, ClassVar, Literal, Protocol
 from urllib.parse import urlsplit
 
-from harness.cassette.format import atomic_write_text
 from harness.errors import HarnessError
+from harness.files import atomic_write_text
 from harness.wire.bodies import FRAMING, HOP_BY_HOP, body_bytes, replay_headers
 from harness.wire.sse import render_event
 

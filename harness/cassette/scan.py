@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.cassette.format import parse_yaml
 from harness.cassette.importer import httprr
 from harness.cassette.importer.detect import HTTPRR_MAGIC, ForeignLoader
 from harness.cassette.pdf_streams import holds_pdf, rewrite_flate_streams
 from harness.cassette.redact import find_secrets, stream_blocks
 from harness.errors import HarnessError
+from harness.safe_yaml import parse_yaml
 from harness.wire.bodies import GZIP_MAGIC, BodyTooLarge, gunzip_bounded
 from harness.wire.sse import parse_sse
 

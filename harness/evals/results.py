@@ -34,8 +34,9 @@ from typing import IO, TYPE_CHECKING, Any
 
 import jsonschema
 
-from harness.cassette.format import atomic_write_text, atomic_writer, json_path
 from harness.errors import HarnessError
+from harness.files import atomic_write_text, atomic_writer
+from harness.jsondata import json_path
 from harness.run import USAGE_FIELDS as _KINDS
 from harness.run import Usage
 

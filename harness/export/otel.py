@@ -270,7 +270,7 @@ def _hex_ids(item: dict[str, Any]) -> None:
 
 def write_otlp_json(path: str | Path, trajectories: Iterable[Trajectory], *, include_content: bool = False) -> int:
     """One ExportTraceServiceRequest line per cassette into `path` (written atomically); returns the span count."""
-    from harness.cassette.format import atomic_write_text
+    from harness.files import atomic_write_text
 
     lines, count = [], 0
     for trajectory in trajectories:

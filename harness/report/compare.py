@@ -34,9 +34,9 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from harness.cassette.format import atomic_write_text
 from harness.cassette.match import diff_summary
 from harness.errors import HarnessError
+from harness.files import atomic_write_text
 from harness.report.significance import ALPHA, mean_difference, rate_record, wilson
 from harness.report.trials import DEFAULT_K, TrialStats, case_stats, check_stats, group_cases
 from harness.run import USAGE_FIELDS as _KINDS

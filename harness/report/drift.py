@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.cassette.drift import KINDS, kind_label
-from harness.cassette.format import atomic_write_text
+from harness.files import atomic_write_text
 from harness.report._text import cost, tokens
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.cassette.format import atomic_write_text
+from harness.files import atomic_write_text
 
 __all__ = ["add_report_arguments", "write_comparison_reports", "write_results_reports"]
 
