@@ -28,6 +28,7 @@ import pytest
 
 from harness.cassette.modes import MODES, PLACEHOLDER_API_KEY
 from harness.pytest_plugin.marker import MARKER_OWN, cassette_path_of, keywords_of, marker_keywords, unknown_options
+from harness.pytest_plugin.misses import line_of_test, miss_failure
 from harness.pytest_plugin.network import network_blocked
 
 # --drift-report and the fork summary, and the check of cassettes shared by several tests, live in their
@@ -348,16 +349,6 @@ def _harness_cassette_marker(request: pytest.FixtureRequest) -> None:
 
 # -- after the test body: stale interactions fail the test ------------------------------------------------
 
-def _mismatch_in(error: BaseException | None) -> Any:
-    """The CassetteMismatch that `error` is or was raised from, if any (an agent may wrap it)."""
-    recorder = sys.modules.get("harness.cassette.recorder")  # not loaded: no cassette, so no mismatch
-    seen = 0
-    while recorder is not None and error is not None and seen < 20:
-        if isinstance(error, recorder.CassetteMismatch):
-            return error
-        error, seen = error.__cause__ or error.__context__, seen + 1
-    return None
-
 
 def _missing_credential(error: BaseException | None) -> BaseException | None:
     """The MissingCredential that `error` is or was raised from, if any (the SDK or an agent may wrap it)."""
@@ -370,39 +361,13 @@ def _missing_credential(error: BaseException | None) -> BaseException | None:
     return None
 
 
-def _where(item: pytest.Item, error: BaseException | None) -> str:
-    """The line of the test that led to the request, from the traceback (the SDK's frames are left out)."""
-    test_file = str(item.path)
-    traceback = error.__traceback__ if error is not None else None
-    line = None
-    while traceback is not None:
-        if traceback.tb_frame.f_code.co_filename == test_file:
-            line = traceback.tb_lineno
-        traceback = traceback.tb_next
-    return f"\n(in {item.path.name}:{line})" if line is not None else ""
-
-
-def _miss_failure(item: pytest.Item, active: Any, raised: BaseException | None) -> pytest.fail.Exception | None:
-    """A miss as one screen: the cassette, the request's position and the diff first, no SDK or httpx2 frames.
-
-    A loop that catches the error and ends its run on it (harness.run_loop does) still fails the test here,
-    with the miss rather than a puzzling assertion about the run's outcome.
-    """
-    mismatch, tool = _mismatch_in(raised), "python"  # the test's own use_cassette: its keywords
-    if active is not None and active.misses:
-        mismatch, tool = active.misses[0], "pytest"  # the marker's cassette: pytest's flags
-    if mismatch is None:
-        return None
-    return pytest.fail.Exception(mismatch.describe(tool) + _where(item, raised), pytrace=False)
-
-
 def _bad_input_failure(item: pytest.Item, error: BaseException) -> pytest.fail.Exception | None:
     """A file the harness cannot use (a corrupt cassette or golden the test opened itself) as one screen: the file,
     the place, what to do, and the test's line; no traceback through the harness."""
     errors = sys.modules.get("harness.errors")  # not loaded: no harness error was raised
     if errors is None or not isinstance(error, errors.HarnessError):
         return None
-    return pytest.fail.Exception(f"{error}{_next_step(error)}{_where(item, error)}", pytrace=False)
+    return pytest.fail.Exception(f"{error}{_next_step(error)}{line_of_test(item, error)}", pytrace=False)
 
 
 @pytest.fixture
@@ -449,7 +414,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         # test fails on the first miss instead, with its diff. Any other failure of the test stands as it is.
         if session is not None and session.first_miss():
             raise pytest.fail.Exception(_agent_sdk_problems(item, session), pytrace=False) from None
-        failure = _miss_failure(item, active, raised) or _bad_input_failure(item, raised)
+        failure = miss_failure(item, active, raised) or _bad_input_failure(item, raised)
         if failure is not None:
             raise failure from None
         no_key = _missing_credential(raised)
@@ -461,7 +426,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         if problems:
             raise pytest.fail.Exception(problems, pytrace=False)
     # A miss the test swallowed fails it; under --drift-report it is the report's to count instead.
-    failure = None if item.config.getoption("--drift-report", None) else _miss_failure(item, active, None)
+    failure = None if item.config.getoption("--drift-report", None) else miss_failure(item, active, None)
     if failure is not None:
         raise failure
     from harness.pytest_plugin.shared import is_shared  # registered by pytest_plugins: imported there first
