@@ -25,6 +25,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Mapping
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 import anthropic
@@ -73,15 +74,20 @@ __all__ = [
 # --- the drivers: the only places that do I/O --------------------------------------------------
 
 
-def _settings(config: LoopConfig | None, overrides: Mapping[str, Any]) -> LoopConfig:
+class _Keep(Enum):
+    """A `run_loop` keyword left out: the config's value stands."""
+
+    KEEP = "keep"
+
+
+KEEP = _Keep.KEEP
+
+
+def _settings(config: LoopConfig | None, given: Mapping[str, Any]) -> LoopConfig:
+    """`config` (default LoopConfig()) with the fields named by keyword on run_loop replaced."""
     config = config or LoopConfig()
-    if not overrides:
-        return config
-    known = {f.name for f in dataclasses.fields(LoopConfig)}
-    unknown = sorted(set(overrides) - known)
-    if unknown:
-        raise TypeError(f"run_loop got unknown option(s) {unknown}; LoopConfig has {sorted(known)}")
-    return dataclasses.replace(config, **overrides)
+    chosen = {name: value for name, value in given.items() if value is not KEEP}
+    return dataclasses.replace(config, **chosen) if chosen else config
 
 
 def _sdk_arguments(effect: _CallModel) -> tuple[dict[str, Any], bool]:
@@ -169,15 +175,29 @@ def run_loop(
     config: LoopConfig | None = None,
     on_event: Callable[[Event], None] | None = None,
     tracer_provider: Any = None,
-    **overrides: Any,
+    max_steps: int | _Keep = KEEP,
+    budget: TokenBudget | _Keep = KEEP,
+    call_timeout: float | _Keep | None = KEEP,
+    deadline: float | _Keep | None = KEEP,
+    repeat_limit: int | _Keep | None = KEEP,
+    stream: bool | _Keep = KEEP,
+    compact_after: int | _Keep | None = KEEP,
+    cache_prompts: bool | _Keep = KEEP,
+    stop_sequences: tuple[str, ...] | _Keep = KEEP,
+    summary_prompt: str | _Keep = KEEP,
+    clock: Callable[[], float] | _Keep = KEEP,
 ) -> RunResult:
-    """Run the agent loop to an outcome. `overrides` replace `LoopConfig` fields, e.g. max_steps=5.
+    """Run the agent loop to an outcome. The keywords after `tracer_provider` are `LoopConfig`'s fields: each
+    one given replaces that field of `config` (default LoopConfig()), e.g. max_steps=5.
 
     `tracer_provider` (else OpenTelemetry's global one, when set) gets GenAI spans of the run as it goes
     (harness/telemetry/live.py).
     """
+    fields = dict(max_steps=max_steps, budget=budget, call_timeout=call_timeout, deadline=deadline,
+                  repeat_limit=repeat_limit, stream=stream, compact_after=compact_after, cache_prompts=cache_prompts,
+                  stop_sequences=stop_sequences, summary_prompt=summary_prompt, clock=clock)
     steps = _Machine(system=system, user=user, tools=tools, model=model, max_tokens=max_tokens,
-                     config=_settings(config, overrides), on_event=on_event).run()
+                     config=_settings(config, fields), on_event=on_event).run()
     spans = _loop_spans(tracer_provider, model, client)
     result: RunResult | None = None
     reply: _Reply | None = None
@@ -212,15 +232,28 @@ async def run_loop_async(
     config: LoopConfig | None = None,
     on_event: Callable[[Event], None] | None = None,
     tracer_provider: Any = None,
-    **overrides: Any,
+    max_steps: int | _Keep = KEEP,
+    budget: TokenBudget | _Keep = KEEP,
+    call_timeout: float | _Keep | None = KEEP,
+    deadline: float | _Keep | None = KEEP,
+    repeat_limit: int | _Keep | None = KEEP,
+    stream: bool | _Keep = KEEP,
+    compact_after: int | _Keep | None = KEEP,
+    cache_prompts: bool | _Keep = KEEP,
+    stop_sequences: tuple[str, ...] | _Keep = KEEP,
+    summary_prompt: str | _Keep = KEEP,
+    clock: Callable[[], float] | _Keep = KEEP,
 ) -> RunResult:
     """`run_loop` for `anthropic.AsyncAnthropic`.
 
     Tools run synchronously on the event loop's thread: registry tools are plain functions, and some
     (sqlite connections) must stay on the thread that made them.
     """
+    fields = dict(max_steps=max_steps, budget=budget, call_timeout=call_timeout, deadline=deadline,
+                  repeat_limit=repeat_limit, stream=stream, compact_after=compact_after, cache_prompts=cache_prompts,
+                  stop_sequences=stop_sequences, summary_prompt=summary_prompt, clock=clock)
     steps = _Machine(system=system, user=user, tools=tools, model=model, max_tokens=max_tokens,
-                     config=_settings(config, overrides), on_event=on_event).run()
+                     config=_settings(config, fields), on_event=on_event).run()
     spans = _loop_spans(tracer_provider, model, client)
     result: RunResult | None = None
     reply: _Reply | None = None
