@@ -26,6 +26,13 @@ if TYPE_CHECKING:  # `import x as x`: an explicit re-export, as checkers read it
     from harness.loop import run_loop_async as run_loop_async
     from harness.normalize import Normalization as Normalization
     from harness.normalize import Substitution as Substitution
+    from harness.pacing import Pacer as Pacer
+    from harness.pricing import estimate_cost as estimate_cost
+    from harness.run import TOKEN_KINDS as TOKEN_KINDS
+    from harness.run import Exchange as Exchange
+    from harness.run import ToolCall as ToolCall
+    from harness.run import Usage as Usage
+    from harness.sim import SimulatedApiError as SimulatedApiError
     from harness.sim import Simulator as Simulator
     from harness.testing import assert_trajectory as assert_trajectory
     from harness.tools import Tool as Tool
@@ -59,6 +66,14 @@ _EXPORTS: dict[str, str] = {
     "Normalization": "harness.normalize",
     "Substitution": "harness.normalize",
     "AgentSdkSession": "harness.agent_sdk",
+    # the run model and its price, as the README names them
+    "Exchange": "harness.run",
+    "Usage": "harness.run",
+    "ToolCall": "harness.run",
+    "TOKEN_KINDS": "harness.run",
+    "estimate_cost": "harness.pricing",
+    "Pacer": "harness.pacing",
+    "SimulatedApiError": "harness.sim",
 }
 
 __all__ = ["__version__", *_EXPORTS]
