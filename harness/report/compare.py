@@ -36,6 +36,7 @@ from typing import Any
 
 from harness.cassette.match import diff_summary
 from harness.errors import HarnessError
+from harness.evals.document import ResultsDocument
 from harness.files import atomic_write_text
 from harness.report.significance import ALPHA, mean_difference, rate_record, wilson
 from harness.report.trials import DEFAULT_K, TrialStats, case_stats, check_stats, group_cases
@@ -446,8 +447,8 @@ def _sum_deltas(cases: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], flo
 
 
 def compare_results(
-    baseline: Mapping[str, Any],
-    candidate: Mapping[str, Any],
+    baseline: ResultsDocument,
+    candidate: ResultsDocument,
     *,
     allow_different_cases: bool = False,
     baseline_label: str | None = None,
