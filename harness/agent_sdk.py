@@ -22,7 +22,7 @@ from types import TracebackType
 from typing import Any
 
 from harness.cassette.recorder import Cassette, Mode
-from harness.cassette.sequence import Drift
+from harness.cassette.sequence import ToolResultDrift
 from harness.errors import CassetteError, absolute
 from harness.normalize import Normalization
 
@@ -111,7 +111,7 @@ class AgentSdkSession:
 
     # -- after the run ---------------------------------------------------------------------------------
     @property
-    def drifts(self) -> list[Drift]:
+    def drifts(self) -> list[ToolResultDrift]:
         return list(self.cassette.drifts) if self.cassette is not None else []
 
     def first_miss(self) -> str | None:

@@ -30,8 +30,7 @@ from harness.cassette.match import (
 from harness.cassette.mismatch import CassetteMismatch
 from harness.cassette.modes import Mode
 from harness.cassette.redact import credentials_in, header_items, redact_live_request
-from harness.cassette.sequence import Drift as ToolResultDrift
-from harness.cassette.sequence import SequenceMatcher
+from harness.cassette.sequence import SequenceMatcher, ToolResultDrift
 from harness.normalize import CLAUDE_CODE_PRESET, Applied, Normalization, is_claude_code
 from harness.wire.multipart import match_body_of
 

@@ -37,7 +37,7 @@ from harness.cassette.match import RequestIndex
 from harness.cassette.mismatch import CassetteMismatch
 from harness.cassette.modes import MODES, Mode, placeholder_credential
 from harness.cassette.redact import Scrubber
-from harness.cassette.sequence import Drift as ToolResultDrift
+from harness.cassette.sequence import ToolResultDrift
 from harness.cassette.shared_tls import shared_tls_contexts
 from harness.cassette.storage import Storage, Turn, recording_turn
 from harness.cassette.transport import REPLAYED_HEADER, AmbiguousCassette
