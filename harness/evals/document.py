@@ -39,6 +39,10 @@ class TokenUsage(TypedDict):
     cache_write: int
     cache_read: int
     total: int
+    cache_write_1h: NotRequired[int]
+    server_tool_use: NotRequired[dict[str, int]]
+    iterations: NotRequired[list[dict[str, Any]]]
+    batch: NotRequired[bool]
 
 
 class Tool(TypedDict):
@@ -67,6 +71,7 @@ class Summary(TypedDict):
     cost_usd: float
     cost_known: bool
     duration_ms: float | None
+    needs_rejudging: NotRequired[int]
 
 
 class SuiteSummary(TypedDict):
@@ -176,6 +181,8 @@ class CheckRecord(TypedDict):
     evidence: dict[str, Any]
     params: dict[str, Any]
     duration_ms: float
+    score: NotRequired[float | None]
+    judge: NotRequired[dict[str, Any]]
 
 
 class CaseError(TypedDict):
@@ -202,6 +209,7 @@ class CaseResult(TypedDict):
     checks: list[CheckRecord]
     error: CaseError | None
     timings: CaseTimings
+    needs_rejudging: NotRequired[list[str]]
 
 
 class ResultsDocument(TypedDict):
