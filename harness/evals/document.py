@@ -210,6 +210,7 @@ class CaseResult(TypedDict):
     error: CaseError | None
     timings: CaseTimings
     needs_rejudging: NotRequired[list[str]]
+    cost_by_kind: NotRequired[dict[str, float]]
 
 
 class ResultsDocument(TypedDict):
