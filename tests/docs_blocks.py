@@ -135,4 +135,6 @@ def page_setup(page: Path) -> str:
 
 
 def doc_pages(repo: Path) -> list[Path]:
-    return [repo / "README.md", *sorted((repo / "docs").rglob("*.md"))]
+    """README.md and the site's pages (docs/notes/ holds drafts the site leaves out, as mkdocs.yml says)."""
+    pages = sorted(page for page in (repo / "docs").rglob("*.md") if "notes" not in page.relative_to(repo).parts)
+    return [repo / "README.md", *pages]

@@ -24,6 +24,7 @@ to fail (strict: the day the simulator learns the feature, the test fails as XPA
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import runpy
@@ -140,12 +141,15 @@ def examples_folder() -> Path:
     return unpacked / "examples"
 
 
-def example_names() -> list[str]:
+@functools.cache
+def available() -> tuple[tuple[str, ...], str]:
+    """The examples' names (paths under examples/), or none and why: asked of the index once per process."""
     try:
         folder = examples_folder()
-    except (IndexUnreachable, OSError, subprocess.TimeoutExpired):
-        return []
-    return sorted(str(path.relative_to(folder)) for path in folder.rglob("*.py"))
+    except (IndexUnreachable, OSError, subprocess.TimeoutExpired) as err:
+        return (), f"the package index cannot be reached, so the SDK's examples cannot be had: {err}"
+    names = tuple(sorted(str(path.relative_to(folder)) for path in folder.rglob("*.py")))
+    return names, "" if names else "the sdist has no examples"
 
 
 # -- one example, recorded then replayed ----------------------------------------------------------------------
@@ -246,17 +250,12 @@ def _line(err: BaseException) -> str:
 
 
 # -- as tests ------------------------------------------------------------------------------------------------
-NAMES = example_names()
+NAMES, UNAVAILABLE = available()
 
 
 def _params() -> list[object]:
     if not NAMES:
-        try:
-            examples_folder()
-            reason = "the sdist has no examples"
-        except (IndexUnreachable, OSError, subprocess.TimeoutExpired) as err:
-            reason = f"the package index cannot be reached, so the SDK's examples cannot be had: {err}"
-        return [pytest.param(None, marks=pytest.mark.skip(reason=reason), id="examples-unavailable")]
+        return [pytest.param(None, marks=pytest.mark.skip(reason=UNAVAILABLE), id="examples-unavailable")]
     params: list[object] = []
     for name in NAMES:
         marks: list[pytest.MarkDecorator] = []
@@ -276,7 +275,7 @@ def test_sdk_example_records_against_the_simulator_and_replays_offline(name: str
 
 def test_every_example_is_run_or_listed_with_why() -> None:
     if not NAMES:
-        pytest.skip("the SDK's examples cannot be had (see the test above)")
+        pytest.skip(UNAVAILABLE)
     listed = set(NEEDS) | set(OUT_OF_SCOPE)
     assert not listed - set(NAMES), f"listed but not in the sdist any more: {sorted(listed - set(NAMES))}"
     assert not set(NEEDS) & set(OUT_OF_SCOPE)
@@ -286,9 +285,9 @@ def test_every_example_is_run_or_listed_with_why() -> None:
 def main() -> int:
     import tempfile
 
-    names = example_names()
+    names, unavailable = available()
     if not names:
-        print("the SDK's examples cannot be had: the package index cannot be reached")
+        print(unavailable)
         return 0
     failed = 0
     with tempfile.TemporaryDirectory(prefix="sdk-examples-") as folder:
