@@ -21,10 +21,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from harness.cassette.normalize import Normalization
 from harness.cassette.recorder import Cassette, Mode
-from harness.cassette.sequence import Drift
+from harness.cassette.sequence import ToolResultDrift
 from harness.errors import CassetteError, absolute
+from harness.normalize import Normalization
 
 LIVE_API = "https://api.anthropic.com"
 SIMULATOR = "simulator"
@@ -159,7 +159,7 @@ class AgentSdkSession:
 
     # -- after the run ---------------------------------------------------------------------------------
     @property
-    def drifts(self) -> list[Drift]:
+    def drifts(self) -> list[ToolResultDrift]:
         return list(self.cassette.drifts) if self.cassette is not None else []
 
     def first_miss(self) -> str | None:
