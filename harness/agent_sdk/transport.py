@@ -37,11 +37,11 @@ from harness.cassette.agent_sdk_frames import (
     is_transport_cassette,
     load_transport_cassette,
 )
-from harness.cassette.format import atomic_write_text
 from harness.cassette.match import diff_summary
-from harness.cassette.normalize import Applied, Machine, Normalization, Substitution
 from harness.cassette.redact import Redactor
 from harness.errors import HarnessError
+from harness.files import atomic_write_text
+from harness.normalize import Applied, Machine, Normalization, Substitution
 
 WRITE_WAIT_SECONDS = 60.0  # a guard against an app that never writes what the recording expects, not a pace
 

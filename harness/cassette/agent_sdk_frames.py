@@ -14,8 +14,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.cassette.format import CassetteFile, parse_yaml, read_text_bounded, validate
+from harness.cassette.format import CassetteFile
+from harness.cassette.schema import validate
 from harness.errors import CassetteError
+from harness.files import read_text_bounded
+from harness.safe_yaml import parse_yaml
 
 KIND = "agent-sdk-transport"
 FORMAT_VERSION = 1
