@@ -132,7 +132,7 @@ def _run_project(args: argparse.Namespace) -> int:
     chosen = [project.scenario(name) for name in (args.names or project.scenarios)]
     for item in chosen:
         item.function()  # every name resolves before anything is recorded
-    _require_something_to_record_against()
+    options = _client_options()
     folder = args.cassettes if args.cassettes is not None else project.cassettes
     pacer = Pacer()  # one for the whole run: the API's limits are the account's, whichever trial spends them
     jobs: list[RecordJob] = []
@@ -141,7 +141,7 @@ def _run_project(args: argparse.Namespace) -> int:
         paths = [path] if args.trials is None else [trial_path(path, k) for k in range(1, args.trials + 1)]
         for target in paths:
             jobs.append(RecordJob(target, lambda item=item, target=target: record_project_scenario(
-                item, target, pacer=pacer).describe(), item.name))
+                item, target, pacer=pacer, **options).describe(), item.name))
     status = run_jobs(jobs, args.concurrency)
     stats = pacer.stats
     if len(jobs) > 1 and (stats.waited_seconds >= 0.05 or stats.rate_limited):
@@ -212,11 +212,11 @@ def _reason(error: Exception) -> str:
     return text if isinstance(error, HarnessError) else f"{type(error).__name__}: {text}"
 
 
-def _require_something_to_record_against() -> None:
-    """A key, or a base URL (the simulator needs no key: the cassette gives a client with none a placeholder,
-    which it sends to loopback only); the clients take both from the environment themselves."""
+def _client_options() -> dict[str, Any]:
+    """Checks that there is something to record against: a key, or a base URL (the simulator needs no key:
+    the cassette gives a client with none a placeholder, which it sends to loopback only)."""
     if any(os.environ.get(name) for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")):
-        return
+        return {}
     raise HarnessError(
         "nothing to record against: set ANTHROPIC_API_KEY to record Claude, or start the local simulator "
         "(harness sim --port 8765 &) and set ANTHROPIC_BASE_URL=http://127.0.0.1:8765"
