@@ -33,10 +33,10 @@ from typing import Any
 import jsonschema
 import yaml
 
-from harness.cassette.format import json_path
 from harness.errors import GoldenError, absolute
 from harness.evals.golden import Golden, inside_project, load_golden, project_root, relative_to_root
 from harness.evals.judge import is_judge_file
+from harness.jsondata import json_path
 from harness.project import load_project
 
 __all__ = ["Case", "Suite", "discover_suites", "load_suite", "project_suites", "suite_schema", "unique_suites"]

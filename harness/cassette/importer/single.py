@@ -11,14 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from harness.cassette.format import (
-    FORMAT_VERSION,
-    CassetteFile,
-    load_cassette,
-    read_text_bounded,
-    refuse_what_json_cannot_hold,
-    validate,
-)
+from harness.cassette.format import CassetteFile, load_cassette
 from harness.cassette.importer import go_vcr, har, httprr, langchain, one_exchange, r_vcr, ruby_vcr, vcrpy
 from harness.cassette.importer.convert import MESSAGES_PATH, convert, is_anthropic, recorded_at, sdk_version
 from harness.cassette.importer.detect import (
@@ -40,8 +33,11 @@ from harness.cassette.importer.detect import (
 )
 from harness.cassette.importer.exchange import Exchange
 from harness.cassette.redact import credentials_sent
+from harness.cassette.schema import FORMAT_VERSION, validate
 from harness.errors import CassetteError
+from harness.files import read_text_bounded
 from harness.jsondata import run_fingerprints
+from harness.safe_yaml import refuse_what_json_cannot_hold
 
 Reader = Callable[[Any, Path], Iterator[Exchange]]
 READERS: dict[str, Reader] = {
