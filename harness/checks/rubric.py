@@ -28,9 +28,8 @@ from typing import Any
 
 import jsonschema
 
-from harness.cassette.format import json_path
 from harness.checks.base import CheckResult, CheckSpec, fail
-from harness.jsondata import canonical_json
+from harness.jsondata import canonical_json, json_path
 from harness.trajectory import Step, Trajectory
 
 NAME = "rubric"
