@@ -174,3 +174,39 @@ import anyio as _anyio  # noqa: E402
 _ORIGINAL_POPEN = subprocess.Popen
 _ORIGINAL_OPEN_PROCESS = _anyio.open_process
 _ORIGINAL_PATH = _os.environ.get("PATH", "")
+
+
+def test_show_trajectories_evals_and_exports_read_a_transport_cassette(tmp_path: Path) -> None:
+    import json
+    import sys
+
+    from harness import assert_trajectory, load_trajectory
+
+    path, _, _ = _record(tmp_path)
+    trajectory = load_trajectory(path)
+    calls = [call for step in trajectory.steps for call in step.tool_calls]
+    assert [(call.name, call.input) for call in calls] == [(TOOL, {"topic": "launch"})]
+    assert "The launch code is 4217." in str(calls[0].result)
+    assert trajectory.final_text == "The lookup says: The launch code is 4217."
+    assert len(trajectory.steps) == 2 and all(step.usage.output > 0 for step in trajectory.steps)
+
+    run = subprocess.run
+    shown = run([sys.executable, "-m", "harness.cli", "show", str(path)], capture_output=True, text=True,
+                env={**_os.environ, "COLUMNS": "200"})
+    assert shown.returncode == 0, shown.stderr
+    assert f'→ {TOOL}({{"topic":"launch"}})' in shown.stdout, shown.stdout
+    golden = {"name": "sdk/lookup", "cassettes": [str(path)], "checks": [
+        {"check": "tool_ids_matched"}, {"check": "outcome", "params": {"stop_reason": "end_turn"}},
+        {"check": "trajectory_match", "params": {"expected": [{"name": TOOL}]}}]}
+    assert_trajectory(path, golden)
+    (tmp_path / "golden.json").write_text(json.dumps(golden))
+    report, otel = tmp_path / "report.md", tmp_path / "otel.json"
+    evaluated = run([sys.executable, "-m", "harness.cli", "eval", str(tmp_path / "golden.json"), "--markdown",
+                     str(report)], capture_output=True, text=True)
+    assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
+    assert "3/3 checks passed" in report.read_text()
+    exported = run([sys.executable, "-m", "harness.cli", "export", str(path), "--otel", str(otel)],
+                   capture_output=True, text=True)
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    assert TOOL in otel.read_text()
+

@@ -11,6 +11,9 @@ Drifts served under the `sequence` policy are warnings, listed by `drifts`.
 
     with AgentSdkSession("cassettes/read_notes.yaml", mode="none") as session:
         options = ClaudeAgentOptions(cwd=work, env=session.env, allowed_tools=["Read"])
+
+At `level="transport"` the session records the SDK's frames at its `Transport` seam instead, and replays them
+with no CLI and no server (harness.agent_sdk.transport): `query(..., transport=session.transport(prompt, options))`.
 """
 
 from __future__ import annotations

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,15 +29,20 @@ from typing import Any
 import anyio
 import yaml
 
-from harness.cassette.format import atomic_write_text, parse_yaml, read_text_bounded
+from harness.cassette.agent_sdk_frames import (
+    END_INPUT,
+    FORMAT_VERSION,
+    KIND,
+    TransportCassetteFile,
+    is_transport_cassette,
+    load_transport_cassette,
+)
 from harness.cassette.match import diff_summary
-from harness.cassette.normalize import Applied, Machine, Normalization, Substitution
 from harness.cassette.redact import Redactor
-from harness.errors import CassetteError, HarnessError
+from harness.errors import HarnessError
+from harness.files import atomic_write_text
+from harness.normalize import Applied, Machine, Normalization, Substitution
 
-KIND = "agent-sdk-transport"
-FORMAT_VERSION = 1
-END_INPUT = "end_input"  # the SDK closed the CLI's stdin
 WRITE_WAIT_SECONDS = 60.0  # a guard against an app that never writes what the recording expects, not a pace
 
 try:  # the SDK is an optional extra: this module is importable (show, evals) without it
@@ -49,42 +53,6 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 
 class TransportMismatch(HarnessError):
     """A write of the app that the transport cassette does not hold: a changed prompt, hook or tool answer."""
-
-
-@dataclass
-class TransportCassette:
-    """The frames of one Agent SDK session, in the order the SDK saw them, and the `harness:` block."""
-
-    meta: dict[str, Any]
-    frames: list[dict[str, Any]] = field(default_factory=list)  # {"from": "sdk"|"cli", "frame": {...}}
-
-    def to_data(self) -> dict[str, Any]:
-        return {"harness": self.meta, "frames": self.frames}
-
-
-def is_transport_cassette(data: Any) -> bool:
-    return isinstance(data, Mapping) and isinstance(data.get("harness"), Mapping) and \
-        data["harness"].get("kind") == KIND
-
-
-def load_transport_cassette(path: str | Path) -> TransportCassette:
-    """The file, checked: CassetteError names the file and the place that is wrong."""
-    path = Path(path)
-    data = parse_yaml(read_text_bounded(path), file=path)
-    if not is_transport_cassette(data):
-        raise CassetteError(f"not an Agent SDK transport cassette (its harness block needs kind: {KIND})", file=path)
-    if data["harness"].get("format_version") != FORMAT_VERSION:
-        raise CassetteError(f"format_version {data['harness'].get('format_version')!r}: this harness reads "
-                            f"{FORMAT_VERSION}", file=path, where="harness")
-    frames = data.get("frames")
-    if not isinstance(frames, list):
-        raise CassetteError("frames: expected a list of frames", file=path)
-    for index, entry in enumerate(frames):
-        if not isinstance(entry, Mapping) or entry.get("from") not in ("sdk", "cli") or not (
-                isinstance(entry.get("frame"), Mapping) or entry.get(END_INPUT) is True):
-            raise CassetteError("expected {from: sdk|cli, frame: {...}} (or end_input: true)", file=path,
-                                where=f"frames[{index}]")
-    return TransportCassette(dict(data["harness"]), [dict(entry) for entry in frames])
 
 
 def machine_rules(machine: Machine) -> Applied:
@@ -184,7 +152,7 @@ class RecordingTransport(_Base):  # type: ignore[misc,valid-type]
                   for entry in self.frames]
         meta = {"format_version": FORMAT_VERSION, "kind": KIND,
                 "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"), **self.meta}
-        text = yaml.safe_dump(TransportCassette(meta, frames).to_data(), sort_keys=False, allow_unicode=True,
+        text = yaml.safe_dump(TransportCassetteFile(meta, frames).to_data(), sort_keys=False, allow_unicode=True,
                               width=100)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(self.path, text)
@@ -295,5 +263,5 @@ def machine_of(options: Any) -> Machine:
     return Machine(cwd=str(cwd) if cwd else os.getcwd(), home=env.get("HOME") or os.environ.get("HOME"))
 
 
-__all__ = ["KIND", "RecordingTransport", "ReplayTransport", "TransportCassette", "TransportMismatch",
+__all__ = ["KIND", "RecordingTransport", "ReplayTransport", "TransportCassetteFile", "TransportMismatch",
            "is_transport_cassette", "load_transport_cassette", "machine_of"]

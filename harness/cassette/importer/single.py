@@ -145,7 +145,12 @@ def load_any_cassette(path: str | Path) -> CassetteFile:
     """Ours through `load_cassette`; anything else this package can read, imported in memory."""
     path = Path(path)
     gzipped, head = read_head(path)
-    if not gzipped and not head.startswith(HTTPRR_MAGIC) and re.search(r"(?m)^harness:", read_text_bounded(path)):
+    text = "" if gzipped or head.startswith(HTTPRR_MAGIC) else read_text_bounded(path)
+    if text and re.search(r"(?m)^harness:", text):
+        if re.search(r"(?m)^  kind: agent-sdk-transport$", text):  # the Agent SDK's frames: its model calls
+            from harness.cassette.agent_sdk_frames import as_cassette
+
+            return as_cassette(path)
         return load_cassette(path)
     # In memory only (show, trajectories, evals): other hosts stay, redacted, so a trajectory can say why
     # it skipped them; `harness import` is what leaves them out of a written file.
