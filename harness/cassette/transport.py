@@ -307,8 +307,10 @@ def _check_credential(cassette: Player, request: httpx2.Request) -> None:
     sent = [request.headers.get(name) for name in _CREDENTIAL_HEADERS]
     if not any(value in _PLACEHOLDER_VALUES for value in sent) or _is_loopback(request.url.host):
         return
+    # An empty ANTHROPIC_BASE_URL (a simulator's URL file read before it was written) leaves the SDK no host.
+    where = f"{request.url.scheme}://{request.url.host}" if request.url.host else "an empty base URL"
     raise MissingCredential(
-        f"no API key to record against {request.url.scheme}://{request.url.host}: set ANTHROPIC_API_KEY, or record "
+        f"no API key to record against {where}: set ANTHROPIC_API_KEY, or record "
         "against the local simulator (harness sim --port 8765 &, then ANTHROPIC_BASE_URL=http://127.0.0.1:8765)",
         file=cassette.path)
 
