@@ -20,6 +20,7 @@ from bench.fuzz import REPO, _mutate_data, cases
 from harness.cassette import fast_yaml
 from harness.cassette import format as cassette_format
 from harness.cassette.format import CassetteFile, dump_cassette, load_cassette
+from harness.cassette.parse_cache import CACHE_ENV
 from harness.errors import CassetteError
 from tests.conftest import REAL_CASSETTES
 
@@ -208,7 +209,7 @@ def test_what_our_dumper_never_writes_goes_to_the_safe_loader(text: str) -> None
 
 
 def test_load_cassette_reads_ours_without_the_safe_loader(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(cassette_format.CACHE_ENV, "")
+    monkeypatch.setenv(CACHE_ENV, "")
 
     def refuse(*_: Any, **__: Any) -> Any:
         raise AssertionError("the safe loader was asked")
@@ -221,7 +222,7 @@ def test_load_cassette_reads_ours_without_the_safe_loader(monkeypatch: pytest.Mo
 def test_a_hand_edited_cassette_still_loads_and_still_fails_by_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(cassette_format.CACHE_ENV, "")
+    monkeypatch.setenv(CACHE_ENV, "")
     source = REPO / "cassettes" / "dayflow" / "brief.yaml"
     edited = tmp_path / "edited.yaml"
     edited.write_text("# reviewed by hand\n" + source.read_text(encoding="utf-8"), encoding="utf-8")

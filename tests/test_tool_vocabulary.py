@@ -650,3 +650,12 @@ def test_reports_show_mcp_calls_and_cost_by_kind(tmp_path: Path) -> None:
     assert "web search $0.0200" in out["md"].read_text(encoding="utf-8")
     assert "cost by kind: input $0.0357 · output $0.0060" in out["xml"].read_text(encoding="utf-8")
     assert "(MCP server docs)" in out["html"].read_text(encoding="utf-8")
+
+
+def test_the_sdks_own_usage_object_is_read_as_its_json_is() -> None:
+    from anthropic.types.beta import BetaUsage
+
+    (message,) = _messages(COMPACTION)
+    sdk = BetaUsage.model_validate(message["usage"])
+    assert Usage.from_api(sdk) == Usage.from_api(message["usage"])
+    assert Usage.from_api(sdk).iterations[0].type == "compaction" and Usage.from_api(sdk).input == 99_357

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from harness.pytest_marker import marked_cassette_path
+from harness.pytest_plugin.marker import marked_cassette_path
 
 _SHARED_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()  # cassette path -> what this process knows of it
 _REPORT_KEY = pytest.StashKey[list[str]]()
