@@ -227,6 +227,9 @@ def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> 
         request.getfixturevalue("_harness_network_block")
     active = context.__enter__()
     active.allow_unused = bool(options.get("allow_unused", False))  # type: ignore[attr-defined]
+    from harness.pytest_shared import collect_recordings  # registered by pytest_plugins: imported there first
+
+    collect_recordings(request.node, active)  # a shared cassette in rewrite/all: written once, for the session
     request.node.stash[_CASSETTE_KEY] = active
     try:
         yield active
