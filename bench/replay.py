@@ -57,6 +57,7 @@ try:  # `python -m bench.replay` from the repository root, or `python bench/repl
 except ModuleNotFoundError:  # pragma: no cover - run as a plain script
     from _cassettes import CYCLE, agent_interactions, sdk_arguments, write_all  # type: ignore[no-redef]
 
+from harness import commands
 from harness.cassette.format import load_cassette
 from harness.cassette.recorder import use_cassette
 from harness.cassette.wire import body_bytes
@@ -116,19 +117,30 @@ def _refuse(request: httpx2.Request) -> httpx2.Response:
     raise AssertionError(f"a replay reached the transport: {request.method} {request.url}")
 
 
-_MOCK_HANDLE_REQUEST = httpx2.MockTransport.handle_request  # as imported, before any cassette patches it
+# As imported, before any cassette patches them: the floor's clients keep these, out of a cassette's reach.
+_TRANSPORT_FOR_URL = httpx2.Client._transport_for_url
+_BUILD_REQUEST = anthropic.Anthropic._build_request
 
 
-class FloorTransport(httpx2.MockTransport):
-    """`httpx2.MockTransport` itself, out of a cassette's reach: the floor can be timed inside a replay."""
+class FloorHttpClient(httpx2.Client):
+    """An httpx2 client whose transport choice no cassette wraps: the floor can be timed inside a replay."""
 
-    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        return _MOCK_HANDLE_REQUEST(self, request)
+    _transport_for_url = _TRANSPORT_FOR_URL
+
+
+class FloorAnthropic(anthropic.Anthropic):
+    """The SDK client with its own request building, unchecked by a cassette (it talks to the floor's client)."""
+
+    _build_request = _BUILD_REQUEST
 
 
 def sdk_client(handler: Callable[[httpx2.Request], httpx2.Response] = _refuse, *,
-               transport: type[httpx2.MockTransport] = httpx2.MockTransport) -> anthropic.Anthropic:
-    return anthropic.Anthropic(api_key=API_KEY, max_retries=0, http_client=httpx2.Client(transport=transport(handler)))
+               floor: bool = False) -> anthropic.Anthropic:
+    if floor:
+        return FloorAnthropic(api_key=API_KEY, max_retries=0,
+                              http_client=FloorHttpClient(transport=httpx2.MockTransport(handler)))
+    return anthropic.Anthropic(api_key=API_KEY, max_retries=0,
+                               http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
 
 
 # -- the ways of answering -------------------------------------------------------------------------------------
@@ -147,10 +159,10 @@ def floor_client(calls: Sequence[Call], positions: Iterable[int]) -> anthropic.A
         call = prebuilt[request.content]
         return httpx2.Response(call.status, headers=list(call.headers), content=call.content)
 
-    learner = sdk_client(learn, transport=FloorTransport)
+    learner = sdk_client(learn, floor=True)
     for position in wanted:
         send(learner, json.loads(calls[position].kwargs_json), calls[position].streamed)
-    return sdk_client(serve, transport=FloorTransport)
+    return sdk_client(serve, floor=True)
 
 
 def floor_replay(calls: Sequence[Call], positions: range) -> list[float]:
@@ -451,8 +463,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.sizes, args.repeat, args.window, args.body_max = "100,1000", 1, CYCLE, 100
     sizes = sorted({int(part) for part in args.sizes.split(",") if part.strip()})
-    console = Console(width=max(120, shutil.get_terminal_size().columns))
-    progress = Console(stderr=True)
+    console = commands.console(width=max(120, shutil.get_terminal_size().columns))  # NO_COLOR, FORCE_COLOR
+    progress = commands.console(stderr=True)
 
     with contextlib.ExitStack() as stack:
         folder = args.workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-replay-")))

@@ -61,8 +61,8 @@ def run(project: Path, *, rpm: int, trials: int, concurrency: int, paced: bool) 
 
         def one(k: int) -> bool:
             # An unpaced trial may run out of retries: the loop then ends with outcome error, not recorded well.
-            result = record_project_scenario(item, trial_path(folder / "weather.yaml", k), pacer=pacer, **options)
-            return result.outcome.value == "ended"
+            recorded = record_project_scenario(item, trial_path(folder / "weather.yaml", k), pacer=pacer, **options)
+            return recorded.ended
 
         started = time.monotonic()
         with ThreadPoolExecutor(max_workers=concurrency) as pool:

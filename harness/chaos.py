@@ -38,12 +38,12 @@ from harness.cassette.recorder import Cassette, Lookup
 from harness.cassette.sse import SSE_CONTENT_TYPE, render_sse
 from harness.cassette.wire import body_bytes, replay_headers
 from harness.errors import HarnessError, absolute
+from harness.project import ProjectScenario
 from harness.sim.faults import CHAOS_KINDS, ERROR_STATUSES, KINDS, Fault, cut_body, stream_error
 from harness.sim.faults import normalize_faults as normalize_fault_map
+from harness.trajectory import Trajectory
 
 if TYPE_CHECKING:
-    from harness.loop import RunResult
-    from harness.project import ProjectScenario
     from harness_demo.scenarios import Scenario
 
 # kind -> what the client sees at the chosen request: the shared vocabulary's kinds that chaos can inject
@@ -105,7 +105,13 @@ class ChaosCassette(Cassette):
         assert found.position is not None  # mode none: lookup found a recording or raised
         streamed = isinstance(found.body, dict) and found.body.get("stream") is True
         self.fired.append(FiredFault(found.position_in_run, kind, found.method, found.path, streamed))
-        return _strike(kind, self.recorded.interactions[found.position], streamed, request)
+        recorded = self.recorded.interactions[found.position]
+        struck, answer = _strike(kind, recorded, streamed, request)
+        # The run's own record holds what the client got: the fault, where the recording would have been.
+        self.served.append({"request": recorded["request"], **struck})
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[ChaosCassette]:
@@ -122,36 +128,44 @@ def _no_wait(self: Any, *args: Any, **kwargs: Any) -> float:
 # The faults
 
 
-def _strike(kind: str, recorded: Mapping[str, Any], streamed: bool, request: httpx2.Request) -> httpx2.Response:
-    """The response the client gets instead of the recording (or the connection error it sees), in the wire
-    form the simulator gives the same fault (`harness.sim.faults`)."""
+def _strike(kind: str, recorded: Mapping[str, Any], streamed: bool,
+            request: httpx2.Request) -> tuple[dict[str, Any], httpx2.Response | Exception]:
+    """What the client gets instead of the recording, in the wire form the simulator gives the same fault
+    (`harness.sim.faults`): the response, or the connection error to raise; with it, the exchange as a
+    cassette stores it (`response` or `error`), so that the run's record holds the fault too."""
     fault = Fault(kind)
     kind = fault.struck_kind(streamed)
     if kind in ERROR_STATUSES:
         status, error_type, message = ERROR_STATUSES[kind]
         body = {"type": "error", "error": {"type": error_type, "message": message}, "request_id": "req_chaos"}
         headers = replay_headers({"headers": fault.error_headers(kind)}, content_type="application/json")
-        return httpx2.Response(status, headers=headers, stream=httpx2.ByteStream(json.dumps(body).encode("utf-8")))
+        stored = {"status": status, "headers": dict(fault.error_headers(kind)), "body": body}
+        return {"response": stored}, httpx2.Response(status, headers=headers,
+                                                     stream=httpx2.ByteStream(json.dumps(body).encode("utf-8")))
     if kind == "timeout":
-        raise httpx2.ReadTimeout("timed out (injected by harness chaos)", request=request)
-    if kind == "disconnect":
-        raise httpx2.RemoteProtocolError("Server disconnected without sending a response (injected by harness chaos)",
-                                         request=request)
+        error: Exception = httpx2.ReadTimeout("timed out (injected by harness chaos)", request=request)
+        return {"error": {"kind": "timeout", "message": str(error)}}, error
     response = recorded.get("response")
-    if not isinstance(response, Mapping):  # the recording itself is a connection failure: nothing to cut
-        raise httpx2.RemoteProtocolError("Server disconnected (injected by harness chaos)", request=request)
+    if kind == "disconnect" or not isinstance(response, Mapping):  # a recorded failure itself: nothing to cut
+        error = httpx2.RemoteProtocolError("Server disconnected without sending a response (injected by harness "
+                                           "chaos)", request=request)
+        return {"error": {"kind": "disconnect", "message": str(error)}}, error
     events = list(response.get("events") or [])
     if kind == "sse-error":
-        error = {"event": "error", "data": stream_error()}
-        return httpx2.Response(200, headers=replay_headers(response, content_type=SSE_CONTENT_TYPE),
-                               stream=httpx2.ByteStream(render_sse([*events[: fault.strike_at(len(events))], error])))
+        sent = [*events[: fault.strike_at(len(events))], {"event": "error", "data": stream_error()}]
+        return ({"response": {**response, "events": sent}},
+                httpx2.Response(200, headers=replay_headers(response, content_type=SSE_CONTENT_TYPE),
+                                stream=httpx2.ByteStream(render_sse(sent))))
     # cut-stream: the head and the start of the body arrive, then the connection is gone.
     if "events" in response:
-        prefix = render_sse(events[: fault.strike_at(len(events))])
+        kept = events[: fault.strike_at(len(events))]
+        stored, prefix = {**response, "events": kept, "truncated": True}, render_sse(kept)
     else:
         prefix = cut_body(body_bytes(response))
-    return httpx2.Response(int(response.get("status") or 200), headers=replay_headers(response),
-                           stream=_CutStream(prefix, request))
+        stored = {key: value for key, value in response.items() if key not in ("body", "body_text", "body_base64")}
+        stored.update(body_text=prefix.decode("utf-8", "replace"), truncated=True)
+    return {"response": stored}, httpx2.Response(int(response.get("status") or 200), headers=replay_headers(response),
+                                                 stream=_CutStream(prefix, request))
 
 
 class _CutStream(httpx2.SyncByteStream, httpx2.AsyncByteStream):
@@ -229,43 +243,55 @@ def time_limit(seconds: float) -> Iterator[None]:
 # A bundled scenario under a fault, and the command
 
 
+def outcome_word(trajectory: Trajectory) -> str:
+    """How a run ended, in the loop's words, read from its exchanges alone: ended (end_turn or a stop
+    sequence), error (its last request never got a message), refused, max_tokens, context_window; a run
+    that stopped on any other stop_reason (a tool_use nobody answered) is `stopped at <reason>`; `nothing`
+    when it made no Messages API call."""
+    outcome = trajectory.outcome
+    if outcome is None:
+        return "nothing"
+    if outcome.kind == "error":
+        return "error"
+    words = {"end_turn": "ended", "stop_sequence": "ended", "refusal": "refused", "max_tokens": "max_tokens",
+             "model_context_window_exceeded": "context_window"}
+    return words.get(outcome.stop_reason or "", f"stopped at {outcome.stop_reason}")
+
+
 @dataclass
 class ChaosRun:
-    """One scenario replayed twice from its cassette: as recorded, and with the fault."""
+    """One scenario replayed twice from its cassette, as recorded and with the fault; each run read from the
+    exchanges it made (`Trajectory`), whatever the scenario returned."""
 
     scenario: str
     cassette: Path
-    recorded: RunResult
+    recorded: Trajectory
     recorded_requests: int
-    result: RunResult
+    result: Trajectory
     requests: int
     fired: list[FiredFault]
     retried: bool  # the client sent the faulted request again
 
     @property
     def same_as_recorded(self) -> bool:
-        return _comparable(self.result) == _comparable(self.recorded)
+        return self.result.comparable() == self.recorded.comparable()
 
     def to_dict(self) -> dict[str, Any]:
+        result = self.result
+        outcome = result.outcome
         return {
             "scenario": self.scenario,
             "cassette": str(self.cassette),
             "fired": [fault.__dict__ for fault in self.fired],
             "retried": self.retried,
             "same_as_recorded": self.same_as_recorded,
-            "recorded": {"outcome": self.recorded.outcome.value, "steps": self.recorded.steps,
+            "recorded": {"outcome": outcome_word(self.recorded), "steps": len(self.recorded.steps),
                          "requests": self.recorded_requests},
-            "result": {"outcome": self.result.outcome.value, "steps": self.result.steps, "reason": self.result.reason,
-                       "incomplete": self.result.incomplete, "requests": self.requests,
-                       "tool_calls": [call.name for call in self.result.tool_calls]},
+            "result": {"outcome": outcome_word(result), "steps": len(result.steps),
+                       "reason": outcome.describe() if outcome else "no Messages API call",
+                       "incomplete": outcome_word(result) != "ended", "requests": self.requests,
+                       "tool_calls": [call.name for call in result.tool_calls]},
         }
-
-
-def _comparable(result: RunResult) -> Any:
-    """What two runs of one recording share: everything but timings."""
-    return (result.outcome, result.reason, result.steps, result.final_text, result.usage,
-            [(call.request, call.response) for call in result.calls],
-            [(call.step, call.name, call.id, call.input, call.output, call.is_error) for call in result.tool_calls])
 
 
 def scenario_for(cassette: str | Path, name: str | None = None, *, demo: bool = False) -> Scenario | ProjectScenario:
@@ -309,39 +335,54 @@ def _demo_scenario_for(cassette: str | Path, name: str | None) -> Scenario:
                        file=absolute(cassette))
 
 
-def _replay(item: Scenario | ProjectScenario, path: Path, faults: Mapping[int, str]) -> tuple[RunResult, ChaosCassette]:
+def _replay(item: Scenario | ProjectScenario, path: Path, faults: Mapping[int, str]) -> tuple[Any, ChaosCassette]:
     import anthropic
+
+    def client_for(asynchronous: bool) -> Any:
+        factory = anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic
+        return factory(base_url="http://127.0.0.1:9", max_retries=item.max_retries)  # never reached: replay
 
     # An empty fault map is the plain replay, through the same code path as the faulted one.
     cassette = ChaosCassette(path, faults)
     with cassette.installed():
-        client = anthropic.Anthropic(api_key="chaos-key-not-a-secret", base_url="http://127.0.0.1:9",
-                                     max_retries=item.max_retries)
+        if isinstance(item, ProjectScenario):
+            return item.run(client_for), cassette
+        client = client_for(False)
         try:
-            result = item.run(client)
+            return item.run(client), cassette
         finally:
             client.close()
-    return result, cassette
 
 
 def run_chaos(cassette: str | Path, *, at: int, fault: str, scenario: str | None = None,
               demo: bool = False) -> ChaosRun:
-    """Replay the scenario of `cassette` as recorded, then with `fault` at request `at`."""
+    """Replay the scenario of `cassette` as recorded, then with `fault` at request `at`.
+
+    A scenario that fails on the plain replay, with no fault at all, is bad input (HarnessError), never
+    blamed on the fault; only a failure under the fault is the agent's crash.
+    """
     path = Path(cassette)
     item = scenario_for(path, scenario, demo=demo)
     normalize_faults({at: fault})
-    recorded, clean = _replay(item, path, {})
+    try:
+        _, clean = _replay(item, path, {})
+    except HarnessError:
+        raise
+    except Exception as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise HarnessError(f"the scenario {item.name!r} fails on a plain replay of this cassette, with no fault "
+                           f"injected: {type(err).__name__}: {reason}", file=path) from None
     if clean.misses:
         raise HarnessError(f"the scenario {item.name!r} does not replay from this cassette: {clean.misses[0]}",
                            file=path)
     if at >= clean.requests_seen:
         raise HarnessError(f"--at {at}: the recorded run sends only {clean.requests_seen} request(s) "
                            f"(indexes 0 to {clean.requests_seen - 1})", file=path)
-    result, faulted = _replay(item, path, {at: fault})
+    _, faulted = _replay(item, path, {at: fault})
     retried = any(faulted.was_retried(struck) for struck in faulted.fired)
-    return ChaosRun(item.name, path, recorded, clean.requests_seen, result, faulted.requests_seen, faulted.fired,
-                    retried)
+    return ChaosRun(item.name, path, Trajectory.from_cassette(clean.this_run()), clean.requests_seen,
+                    Trajectory.from_cassette(faulted.this_run()), faulted.requests_seen, faulted.fired, retried)
 
 
 __all__ = ["FAULTS", "ChaosCassette", "ChaosRun", "FiredFault", "RunHung", "inject", "normalize_faults",
-           "run_chaos", "scenario_for", "time_limit"]
+           "outcome_word", "run_chaos", "scenario_for", "time_limit"]

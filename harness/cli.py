@@ -9,10 +9,12 @@ Only the chosen command's module is imported, so `harness --help` and the comman
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import keyword
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from harness import __version__
 from harness.errors import HarnessError
@@ -62,14 +64,33 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         if command is None or name == command:
             module = importlib.import_module(command_module(name))
             module.add_arguments(command_parser)
-            command_parser.set_defaults(_module=module)
+            command_parser.set_defaults(_module=module, _parser=command_parser)
     return parser
+
+
+def _nearest(word: str, choices: Sequence[str]) -> str:
+    near = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f" (did you mean {near[0]}?)" if near else ""
+
+
+def _refuse_unrecognized(parser: argparse.ArgumentParser, extras: Sequence[str]) -> NoReturn:
+    """What argparse leaves over, refused by the parser it belongs to: that command's usage, and for each
+    misspelt flag the nearest of its own (`harness eval --jsno`: did you mean --json?)."""
+    flags = [option for action in parser._actions for option in action.option_strings]
+    hints = [f"{word}{_nearest(word.split('=', 1)[0], flags)}" if word.startswith("-") else word for word in extras]
+    parser.error(f"unrecognized arguments: {' '.join(hints)}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(_chosen_command(argv) or "")
-    args = parser.parse_args(argv)
+    chosen = _chosen_command(argv)
+    parser = build_parser(chosen or "")
+    if chosen is not None and chosen not in COMMANDS:
+        parser.error(f"unknown command {chosen!r}{_nearest(chosen, list(COMMANDS))}; the commands are "
+                     f"{', '.join(COMMANDS)} (harness --help)")
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        _refuse_unrecognized(getattr(args, "_parser", parser), extras)
     if not getattr(args, "command", None):
         parser.print_help()
         return 2

@@ -38,8 +38,11 @@ def fingerprint(value: Any) -> str | None:
 def run_fingerprints(body: Any) -> dict[str, str | None]:
     if not isinstance(body, dict):
         return {}
-    return {"model": fingerprint(body.get("model")), "system": fingerprint(body.get("system")),
-            "tools": fingerprint(body.get("tools"))}
+    prints = {"model": fingerprint(body.get("model")), "system": fingerprint(body.get("system")),
+              "tools": fingerprint(body.get("tools"))}
+    if body.get("output_config") is not None:  # structured outputs and effort: a different run when they change
+        prints["output_config"] = fingerprint(body["output_config"])
+    return prints
 
 
 def parse_path(path: str) -> tuple[str, ...]:

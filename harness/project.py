@@ -13,7 +13,7 @@ any working directory.
                                    # exists, else the golden folder, each golden a suite of its own)
 
     [tool.loop-harness.scenarios]  # `harness record NAME` runs NAME and records cassettes/NAME.yaml
-    brief = "myagent.scenarios:brief"   # a function taking an anthropic.Anthropic client
+    brief = "myagent.scenarios:brief"   # any agent: sync or async def, given a client or building its own
 
     [tool.loop-harness.matching]   # normalization rules for every cassette of the project (stored in each)
     mask = ["metadata.user_id"]    # the keys of a cassette's `harness.matching` block (docs/cassette-format.md)
@@ -23,7 +23,9 @@ Every key is optional; an unknown key or a value of the wrong type is an error n
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import inspect
 import os
 import sys
 import tomllib
@@ -35,7 +37,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 
-__all__ = ["CONFIG_TABLE", "Project", "ProjectScenario", "load_project", "project_root"]
+__all__ = ["CONFIG_TABLE", "ClientFor", "Project", "ProjectScenario", "load_project", "project_root", "run_agent"]
 
 ROOT_MARKERS = ("pyproject.toml", ".git")
 CONFIG_TABLE = "tool.loop-harness"
@@ -87,12 +89,17 @@ class Project:
         return ProjectScenario(name, self.cassettes / f"{name}.yaml", self.scenarios[name], self.root)
 
 
+ClientFor = Callable[[bool], Any]
+"""Builds the client a scenario is given: `client_for(asynchronous)` is an anthropic.Anthropic, or an
+AsyncAnthropic for an `async def` scenario."""
+
+
 @dataclass(frozen=True)
 class ProjectScenario:
-    """One of the user's scenarios: `module:function`, called with an `anthropic.Anthropic` client.
+    """One of the user's scenarios: `module:function`, any shape of agent (see `run_agent`).
 
-    `harness record` runs it and records `<cassettes>/<name>.yaml`; `harness chaos` replays it with a fault
-    (for that, the function returns the RunResult of `harness.run_loop`).
+    `harness record` runs it and records `<cassettes>/<name>.yaml`; `harness chaos` replays it with a fault.
+    Both read how the run went from the exchanges it made, never from what the function returns.
     """
 
     name: str
@@ -115,8 +122,48 @@ class ProjectScenario:
             raise HarnessError(f"scenario {self.name!r}: {module_name} has no function {attribute!r}")
         return function
 
-    def run(self, client: Any) -> Any:
-        return self.function()(client)
+    def run(self, client_for: ClientFor) -> Any:
+        """Run the scenario once, as it is written; what it returns (anything, or nothing) is handed back."""
+        return run_agent(self.function(), client_for)
+
+
+def run_agent(function: Callable[..., Any], client_for: ClientFor) -> Any:
+    """Call an agent the way it is written: sync or `async def` (run to completion on a loop of its own), given a
+    client when it takes one (a required positional parameter: `client_for(asynchronous)` builds it, and it is
+    closed afterwards), or called with nothing when it builds its own."""
+    takes_client = _takes_a_client(function)
+    if inspect.iscoroutinefunction(function):
+        async def main() -> Any:
+            client = client_for(True) if takes_client else None
+            try:
+                return await (function(client) if takes_client else function())
+            finally:
+                if client is not None:
+                    await client.close()
+
+        return asyncio.run(main())
+    client = client_for(False) if takes_client else None
+    try:
+        returned = function(client) if takes_client else function()
+        if inspect.isawaitable(returned):  # a plain function that hands back a coroutine: run it too
+            returned = asyncio.run(_awaited(returned))
+        return returned
+    finally:
+        if client is not None:
+            client.close()
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _takes_a_client(function: Callable[..., Any]) -> bool:
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):  # a builtin or C callable: give it the client, as before
+        return True
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return bool(parameters) and parameters[0].kind in positional and parameters[0].default is inspect.Parameter.empty
 
 
 def _string(value: Any, key: str, file: Path) -> str:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harness.cassette.modes import MODES, PLACEHOLDER_API_KEY
-from harness.pytest_marker import default_cassette_path
+from harness.pytest_marker import MARKER_OWN, cassette_path_of, keywords_of, marker_keywords, unknown_options
 
 # --drift-report and the fork summary, and the check of cassettes shared by several tests, live in their
 # own modules, registered with this one.
@@ -111,10 +111,10 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "cassette(path=None, **options): record or replay this test's Messages API calls; options are "
-        "use_cassette's (ignore_fields, scrubbers, allow_repeats, save_on_error) plus allow_unused, and "
-        "faults={request_index: '429'|'529'|'500'|'timeout'|'disconnect'|'cut-stream'|'sse-error'} to replay "
-        "the run with faults injected.",
+        "cassette(path=None, **options): record or replay this test's Messages API calls; options are exactly "
+        "harness.use_cassette's keywords, plus allow_unused, and faults={request_index: '429'|'529'|'500'|"
+        "'timeout'|'disconnect'|'cut-stream'|'sse-error'} to replay the run with faults injected (an agent_sdk "
+        "test: AgentSdkSession's keywords plus match_policy). A misspelt one fails the test at setup.",
     )
     config.addinivalue_line(
         "markers",
@@ -182,22 +182,65 @@ def harness_config() -> dict[str, Any]:
     return {}
 
 
-_CASSETTE_OPTIONS = ("ignore_fields", "scrubbers", "allow_repeats", "save_on_error", "note", "normalize")
+# What `harness_config` may hold beside the cassette options: the client fixtures' own (read by _client_options).
+CLIENT_OPTIONS = ("base_url", "max_retries")
+
+
+def _valid_keywords(consumer: str) -> list[str]:
+    """The marker's keywords for the fixture that opens the cassette: the signature of what it opens, plus its own."""
+    if consumer == "agent_sdk":
+        from harness.agent_sdk import AgentSdkSession
+
+        return [*keywords_of(AgentSdkSession), *MARKER_OWN["agent_sdk"]]
+    from harness.cassette.recorder import use_cassette
+
+    return [*keywords_of(use_cassette), *MARKER_OWN["cassette"]]
 
 
 def _marked_cassette(
-    request: pytest.FixtureRequest, harness_config: dict[str, Any]
+    request: pytest.FixtureRequest, harness_config: dict[str, Any], consumer: str = "cassette"
 ) -> tuple[Path, dict[str, Any], str]:
-    """The test's cassette as its marker and harness_config say: its absolute path, the options, the mode."""
+    """The test's cassette as its marker and harness_config say: its absolute path, the options, the mode.
+
+    A keyword the marker (or harness_config) does not take fails the test here, at setup, with one screen.
+    """
     marker = request.node.get_closest_marker("cassette")
-    marker_options = dict(marker.kwargs) if marker else {}
-    path = marker_options.pop("path", None) or (marker.args[0] if marker and marker.args else None)
+    marker_options: dict[str, Any] = {}
+    problem: str | None = None
+    try:
+        marker_options = marker_keywords(marker) if marker else {}
+    except ValueError as err:
+        problem = f"{request.node.nodeid}: {err}"
+    valid = _valid_keywords(consumer)
+    if problem is None:
+        problem = unknown_options(marker_options, valid, what=f"{request.node.nodeid}: @pytest.mark.cassette")
+    if problem is None:
+        everything = dict.fromkeys([*valid, *_valid_keywords("agent_sdk" if consumer == "cassette" else "cassette"),
+                                    *CLIENT_OPTIONS])
+        problem = unknown_options(harness_config, everything, what=f"{request.node.nodeid}: harness_config")
+    if problem is not None:
+        pytest.fail(problem, pytrace=False)
     options = {**harness_config, **marker_options}
-    mode = options.pop("record_mode", None) or record_mode(request.config)
-    cassette_path = Path(path) if path else default_cassette_path(request.node)
-    if not cassette_path.is_absolute():
-        cassette_path = request.config.rootpath / cassette_path
-    return cassette_path, options, mode
+    for name in CLIENT_OPTIONS:
+        options.pop(name, None)
+    path = options.pop("path", None)
+    mode = options.pop("mode", None) or record_mode(request.config)
+    return cassette_path_of(request.node, path), options, mode
+
+
+def _open_failure(request: pytest.FixtureRequest, err: Exception) -> None:
+    """A cassette that cannot be opened (corrupt, hostile, a bad option value) as one screen: the file, the
+    place, the reason and what to do, no traceback through the harness."""
+    pytest.fail(f"{request.node.nodeid}: {err}{_next_step(err)}", pytrace=False)
+
+
+def _next_step(error: BaseException) -> str:
+    from harness.errors import CassetteError
+
+    if isinstance(error, CassetteError) and error.file:
+        return ("\nFix the file, or record it afresh: pytest --record-mode=rewrite "
+                "(or use_cassette(..., mode='rewrite')).")
+    return ""
 
 
 @pytest.fixture
@@ -210,23 +253,40 @@ def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> 
         pytest.fail(f"{cassette_path}: no cassette here, and mode 'none' only replays. Record it first: "
                     "pytest --record-mode=once (with a key, or ANTHROPIC_BASE_URL pointing at harness sim)",
                     pytrace=False)
-    faults = options.pop("faults", None)
-    if faults:
-        # Chaos: the recorded run, with faults injected at the given request indexes. Replay only; a fatal
-        # fault leaves later recordings unplayed, which is the point rather than a stale cassette.
-        if mode != "none":
-            raise pytest.UsageError(f"{request.node.nodeid}: cassette faults= replays only; run with record mode none")
-        from harness.chaos import inject
+    from harness.errors import HarnessError
 
-        options.setdefault("allow_unused", True)
-        context: Any = inject(cassette_path, faults=faults,
-                              **{k: v for k, v in options.items() if k in ("ignore_fields", "allow_repeats")})
+    faults = options.pop("faults", None)
+    allow_unused = bool(options.pop("allow_unused", bool(faults)))
+    try:
+        if faults:
+            # Chaos: the recorded run, with faults injected at the given request indexes. Replay only; a fatal
+            # fault leaves later recordings unplayed, which is the point rather than a stale cassette.
+            if mode != "none":
+                pytest.fail(f"{request.node.nodeid}: cassette faults= replays only; run with record mode none",
+                            pytrace=False)
+            from harness.cassette.recorder import Cassette
+            from harness.chaos import inject
+
+            # A replay takes no lock and writes nothing: the cassette's own options are all it can use.
+            replay_options = set(keywords_of(Cassette)) - {"path", "mode"}
+            context: Any = inject(cassette_path, faults=faults,
+                                  **{k: v for k, v in options.items() if k in replay_options})
+        else:
+            context = use_cassette(cassette_path, mode, **options)
+        if mode == "none":
+            request.getfixturevalue("_harness_network_block")
+        elif (simulator_url := _simulator_url(request)) is not None:
+            # Recording against --simulator (or the `simulator` fixture): a client the agent builds itself goes
+            # there too, with no key (the cassette gives a keyless client a placeholder, sent to loopback only).
+            request.getfixturevalue("monkeypatch").setenv("ANTHROPIC_BASE_URL", simulator_url)
+        active = context.__enter__()
+    except HarnessError as err:
+        problem: HarnessError | None = err
     else:
-        context = use_cassette(cassette_path, mode, **{k: v for k, v in options.items() if k in _CASSETTE_OPTIONS})
-    if mode == "none":
-        request.getfixturevalue("_harness_network_block")
-    active = context.__enter__()
-    active.allow_unused = bool(options.get("allow_unused", False))  # type: ignore[attr-defined]
+        problem = None
+    if problem is not None:  # failed outside the except block: no "during handling" chain on the screen
+        _open_failure(request, problem)
+    active.allow_unused = allow_unused  # type: ignore[attr-defined]
     from harness.pytest_shared import collect_recordings  # registered by pytest_plugins: imported there first
 
     collect_recordings(request.node, active)  # a shared cassette in rewrite/all: written once, for the session
@@ -325,6 +385,17 @@ def _mismatch_in(error: BaseException | None) -> Any:
     return None
 
 
+def _missing_credential(error: BaseException | None) -> BaseException | None:
+    """The MissingCredential that `error` is or was raised from, if any (the SDK or an agent may wrap it)."""
+    transport = sys.modules.get("harness.cassette.transport")
+    seen = 0
+    while transport is not None and error is not None and seen < 20:
+        if isinstance(error, transport.MissingCredential):
+            return error
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return None
+
+
 def _where(item: pytest.Item, error: BaseException | None) -> str:
     """The line of the test that led to the request, from the traceback (the SDK's frames are left out)."""
     test_file = str(item.path)
@@ -351,7 +422,13 @@ def _miss_failure(item: pytest.Item, active: Any, raised: BaseException | None) 
     return pytest.fail.Exception(mismatch.describe(tool) + _where(item, raised), pytrace=False)
 
 
-_AGENT_SDK_OPTIONS = ("normalize", "upstream", "sim_policy", "allow_unused", "allow_rejected")
+def _bad_input_failure(item: pytest.Item, error: BaseException) -> pytest.fail.Exception | None:
+    """A file the harness cannot use (a corrupt cassette or golden the test opened itself) as one screen: the file,
+    the place, what to do, and the test's line; no traceback through the harness."""
+    errors = sys.modules.get("harness.errors")  # not loaded: no harness error was raised
+    if errors is None or not isinstance(error, errors.HarnessError):
+        return None
+    return pytest.fail.Exception(f"{error}{_next_step(error)}{_where(item, error)}", pytrace=False)
 
 
 @pytest.fixture
@@ -367,16 +444,21 @@ def agent_sdk(request: pytest.FixtureRequest, harness_config: dict[str, Any]) ->
     from harness.cassette.normalize import Normalization
     from harness.errors import HarnessError
 
-    cassette_path, options, mode = _marked_cassette(request, harness_config)
-    rules = options.get("normalize") or Normalization()
-    if options.get("match_policy"):
-        rules = rules.merged(Normalization(policy=options["match_policy"]))
+    cassette_path, options, mode = _marked_cassette(request, harness_config, "agent_sdk")
+    rules = options.pop("normalize", None) or Normalization()
+    policy = options.pop("match_policy", None)
+    if policy:
+        rules = rules.merged(Normalization(policy=policy))
+    session_options = set(keywords_of(AgentSdkSession))  # harness_config may hold use_cassette's options too
     session = AgentSdkSession(cassette_path, mode, normalize=rules or None,
-                              **{k: v for k, v in options.items() if k in _AGENT_SDK_OPTIONS and k != "normalize"})
+                              **{k: v for k, v in options.items() if k in session_options})
+    failure: HarnessError | None = None
     try:
         session.start()
     except HarnessError as err:
-        pytest.fail(str(err), pytrace=False)
+        failure = err
+    if failure is not None:  # outside the except block: one screen, no "during handling" chain
+        pytest.fail(str(failure), pytrace=False)
     request.node.stash[_AGENT_SDK_KEY] = session
     try:
         yield session
@@ -395,9 +477,12 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         # test fails on the first miss instead, with its diff. Any other failure of the test stands as it is.
         if session is not None and session.first_miss():
             raise pytest.fail.Exception(_agent_sdk_problems(item, session), pytrace=False) from None
-        failure = _miss_failure(item, active, raised)
+        failure = _miss_failure(item, active, raised) or _bad_input_failure(item, raised)
         if failure is not None:
             raise failure from None
+        no_key = _missing_credential(raised)
+        if no_key is not None:  # recording with no key and no simulator: the one line that says both ways out
+            raise pytest.fail.Exception(str(no_key), pytrace=False) from None
         raise
     if session is not None:
         problems = _agent_sdk_problems(item, session)

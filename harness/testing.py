@@ -10,13 +10,15 @@ The same checks `harness eval` runs, so a test and the eval suite never disagree
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.checks.base import CheckResult
-from harness.checks.registry import get_check, run_check
-from harness.evals.golden import Golden, GoldenCheck, load_golden, validate_golden
+from harness.checks.registry import run_check
+from harness.errors import GoldenError
+from harness.evals.golden import Golden, GoldenCheck, load_golden, parse_golden
 from harness.trajectory import Trajectory, load_trajectory
 
 Expected = str | Path | Golden | Mapping[str, Any] | Sequence[Any]
@@ -35,6 +37,38 @@ def _trajectory(subject: Any) -> tuple[Trajectory, str]:
                     "path, an active cassette, a RunResult or a Trajectory")
 
 
+INLINE = "assert_trajectory's expected checks"
+_CHECK_PLACE = re.compile(r"^\$\.checks\[(\d+)\](\.check|\.params)?")
+
+
+def _as_golden(expected: Mapping[str, Any] | Sequence[Any]) -> tuple[dict[str, Any], Callable[[str], str]]:
+    """An inline expectation as the golden document it stands for, and how a place in that document reads in
+    what the caller wrote: `{"outcome": {...}}` is `$.checks[0].params` of a golden, `$.outcome` inline."""
+    if isinstance(expected, Mapping) and "checks" in expected:  # a golden document given inline: the same places
+        return {"name": "inline", "cassettes": ["(the run under test)"], **expected}, lambda where: where
+    if isinstance(expected, Mapping):
+        names = list(expected)
+        checks: list[Any] = [{"check": name} if params is None else {"check": name, "params": params}
+                             for name, params in expected.items()]
+
+        def place(index: int, part: str | None) -> str:
+            return f"$.{names[index]}"
+    else:
+        items = list(expected)
+        checks = [{"check": item} if isinstance(item, str) else item for item in items]
+
+        def place(index: int, part: str | None) -> str:
+            return f"$[{index}]" + (part or "" if not isinstance(items[index], str) else "")
+
+    def written(where: str) -> str:
+        match = _CHECK_PLACE.match(where)
+        if match is None:
+            return where
+        return place(int(match[1]), match[2]) + where[match.end():]
+
+    return {"name": "inline", "cassettes": ["(the run under test)"], "checks": checks}, written
+
+
 def _golden(expected: Expected) -> Golden | None:
     if isinstance(expected, Golden):
         return expected
@@ -44,22 +78,20 @@ def _golden(expected: Expected) -> Golden | None:
 
 
 def _checks(expected: Expected) -> tuple[list[GoldenCheck], str | int]:
+    """The checks to run, validated exactly as `harness eval` validates a golden file (one schema, from the
+    checks' own parameter specs); a problem is a GoldenError naming the place in what was written."""
     golden = _golden(expected)
     if golden is not None:
         return golden.checks, golden.run
-    if isinstance(expected, Mapping):
-        if "checks" in expected:  # a golden document given inline
-            validate_golden(expected)
-            return _checks(list(expected["checks"]))
-        items = [{"check": name, "params": params or {}} for name, params in expected.items()]
-        return _checks(items)
-    checks = []
-    for item in expected:
-        item = {"check": item} if isinstance(item, str) else dict(item)
-        get_check(item["check"])  # an unknown name fails here, naming the known ones
-        checks.append(GoldenCheck(check=item["check"], id=item.get("id", item["check"]),
-                                  params=dict(item.get("params") or {})))
-    return checks, "all"
+    document, written = _as_golden(expected)
+    try:
+        golden = parse_golden(document, root=Path.cwd())
+    except GoldenError as err:
+        where = err.where or "$"
+        shown = written(where)
+        place = shown if shown == where else f"{shown} (in a golden file: {where})"
+        raise GoldenError(err.reason, file=INLINE, where=place) from None
+    return golden.checks, golden.run
 
 
 def _run(check: GoldenCheck, seen: Trajectory, golden: Golden | None) -> CheckResult:
@@ -81,8 +113,11 @@ def assert_trajectory(subject: Any, expected: Expected) -> list[CheckResult]:
     """
     __tracebackhide__ = True
     trajectory, label = _trajectory(subject)
-    golden = _golden(expected)
-    checks, run = (golden.checks, golden.run) if golden is not None else _checks(expected)
+    try:
+        golden = _golden(expected)
+        checks, run = (golden.checks, golden.run) if golden is not None else _checks(expected)
+    except GoldenError as err:  # bad input, not a failed check: one line, raised here so the traceback stops here
+        raise GoldenError(err.reason, file=err.file, where=err.where) from None
     seen = trajectory.select_runs(run)
     results = [_run(check, seen, golden) for check in checks]
     failed = [result for result in results if not result.passed]

@@ -87,8 +87,12 @@ def run_demo(args: argparse.Namespace) -> int:
 
 
 def _demo_line(item: Scenario, root: Path, seed: int, path: Path, args: argparse.Namespace) -> str:
-    result = record_scenario(item, root, seed=seed, path=path)
-    return f"{counted(result.steps, 'step')}, outcome {result.outcome.value}{_note(item, args)}"
+    from harness.chaos import outcome_word
+    from harness.trajectory import load_trajectory
+
+    record_scenario(item, root, seed=seed, path=path)
+    run = load_trajectory(path)  # how the run went, read from the exchanges it recorded
+    return f"{counted(len(run.steps), 'step')}, outcome {outcome_word(run)}{_note(item, args)}"
 
 
 def _note(item: Scenario, args: argparse.Namespace) -> str:

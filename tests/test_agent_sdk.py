@@ -273,9 +273,8 @@ def test_the_replay_env_points_the_cli_at_loopback_only(tmp_path: Path) -> None:
 
 
 def _readme_example() -> str:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Record and replay a Claude Agent SDK app", 1)[1]
-    return section.split("```python\n", 1)[1].split("```", 1)[0]
+    page = (Path(__file__).resolve().parents[1] / "docs" / "agent-sdk.md").read_text(encoding="utf-8")
+    return page.split("```python\n", 1)[1].split("```", 1)[0]
 
 
 def test_the_readme_example_records_then_replays(pytester: pytest.Pytester) -> None:

@@ -111,7 +111,8 @@ def test_the_miss_names_the_kind_of_change_and_the_tool(tmp_path: Path) -> None:
     assert miss.kind == "tool_definitions"
     assert [(c.subject, c.what) for c in miss.change.changes] == [("read_calendar", "description changed")]
     assert "Kind of change: tool definitions (read_calendar: description changed)" in str(miss)
-    assert any(line.startswith("tools[1].description changed") for line in miss.differences), miss.differences
+    assert any(line.startswith("tools.read_calendar.description changed") for line in miss.differences), (
+        miss.differences)
     assert cassette.misses == [miss], "the cassette keeps the misses, also for callers that swallow them"
 
 

@@ -124,7 +124,7 @@ def test_a_changed_tool_description_names_exactly_the_cassettes_that_send_it(
         assert divergence["changes"] == [{"kind": "tool_definitions", "subject": "read_calendar",
                                           "what": "description changed"}]
         assert divergence["request"] == 2, "the triage call (no tools) still replays; the loop's first call parts"
-        assert any(line.startswith("tools[1].description changed") for line in divergence["diff"])
+        assert any(line.startswith("tools.read_calendar.description changed") for line in divergence["diff"])
         assert entry["played"] == 1 and entry["tests"] == [f"test_agents.py::{Path(entry['path']).stem}"]
 
     parallel = suite.runpytest("-n", "2", "--drift-report=parallel.json")

@@ -81,6 +81,7 @@ def test_a_failing_check_is_exit_1_with_its_reason(project: Path, capsys: pytest
         "step": 1,
         "name": "passphrase_test_tool",
         "server": False,
+        "kind": "client",
         "is_error": True,
     }
 
@@ -95,7 +96,8 @@ def test_a_missing_cassette_is_an_error_case_and_exit_2(project: Path, capsys: p
     statuses = {case["id"]: case["status"] for case in results["cases"]}
     assert statuses == {"gone/nowhere.yaml": "error", "ok/handles-tool-execution-errors-and-retries.har": "passed"}
     error = next(case["error"] for case in results["cases"] if case["status"] == "error")
-    assert error["reason"] == "no such cassette" and error["file"].endswith("nowhere.yaml")
+    assert error["reason"].startswith("no such cassette; golden golden/gone.json names it at $.cassettes[0]")
+    assert error["file"].endswith("nowhere.yaml")
     assert "no such cassette" in capsys.readouterr().out
 
 

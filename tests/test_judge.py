@@ -148,13 +148,13 @@ def test_record_asks_a_function_model_once_then_replays_with_no_key(
 
     def judge(request: dict[str, Any]) -> dict[str, Any]:
         asked.append(request)
-        # A plain JSON text answer, fenced, as a model without structured outputs might give it.
+        # The verdict as JSON text: what structured outputs return (the simulator keeps a valid answer as it is).
         answer = {
             "verdict": "fail",
             "score": 0.4,
             "reasons": [{"step": 2, "quote": "## Deadlines this week", "explanation": "a deadline is missing"}],
         }
-        return {"content": [{"type": "text", "text": "```json\n" + json.dumps(answer) + "\n```"}]}
+        return {"content": [{"type": "text", "text": json.dumps(answer)}]}
 
     out = project / "r.json"
     with Simulator(model=judge) as sim:
@@ -190,15 +190,19 @@ def test_a_threshold_reads_the_judges_score(tmp_path: Path, monkeypatch: pytest.
     edit_rubric(project / GOLDEN, threshold=0.3)
 
     def judge(request: dict[str, Any]) -> dict[str, Any]:
-        return {"content": json.dumps({"verdict": "fail", "score": 0.4, "reasons": []})}
+        made_up = {"step": 2, "quote": "Lunch with the CEO at noon", "explanation": "not in the brief"}
+        return {"content": json.dumps({"verdict": "fail", "score": 0.4, "reasons": [made_up]})}
 
     out = project / "r.json"
     with Simulator(model=judge) as sim:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.base_url)
         assert harness_main(["eval", str(project / GOLDEN), "--judge", "record", "--json", str(out)]) == 0
-    assert rubric_of(json.loads(out.read_text(encoding="utf-8")))["reason"] == (
-        "the judge (claude-sonnet-4-6, simulator) says fail (score 0.40, threshold 0.3)"
+    check = rubric_of(json.loads(out.read_text(encoding="utf-8")))
+    assert check["passed"] and check["reason"] == (
+        "the judge (claude-sonnet-4-6, simulator) says fail (score 0.40, threshold 0.3): step 2: “Lunch with the CEO "
+        "at noon” (not found in the run) not in the brief"
     )
+    assert check["judge"]["reasons"][0]["quote_found"] is False  # a quote the judge made up reads as such
 
 
 def test_recording_with_nowhere_to_ask_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -235,6 +239,9 @@ def test_judge_request_asks_for_the_verdict_shape_and_reads_plain_json() -> None
         {"content": [{"type": "text", "text": 'Here: {"verdict": "pass", "score": 1, "reasons": []}'}]}
     )
     assert verdict["verdict"] == "pass"
+    # A plain JSON text answer from an endpoint without structured outputs may come fenced.
+    fenced = '```json\n{"verdict": "fail", "score": 0.5, "reasons": []}\n```'
+    assert parse_verdict({"content": [{"type": "text", "text": fenced}]})["score"] == 0.5
     with pytest.raises(ValueError, match=r"not the verdict shape at \$\.verdict"):
         parse_verdict({"content": [{"type": "text", "text": '{"verdict": "maybe", "score": 1, "reasons": []}'}]})
 
@@ -246,3 +253,42 @@ def test_rubric_through_the_registry_alone_says_it_needs_the_judge() -> None:
 
 def test_the_judge_cassette_sits_beside_the_golden() -> None:
     assert judge_cassette_path(REPO / GOLDEN, "rubric") == REPO / JUDGE_CASSETTE
+
+
+# --- reports -------------------------------------------------------------------------------------------------------
+
+
+def test_reports_show_judged_checks_with_the_judges_reasons(tmp_path: Path) -> None:
+    project = clone_of_dayflow(tmp_path)
+    views = {kind: project / f"r.{kind}" for kind in ("markdown", "html", "junit")}
+    flags = [f"--{kind}={path}" for kind, path in views.items()]
+    assert harness_main(["eval", str(project / GOLDEN), *flags]) == 0
+    markdown = views["markdown"].read_text(encoding="utf-8")
+    assert "### ⚖️ Judged checks" in markdown and "claude-sonnet-4-6 (simulator)" in markdown
+    assert "step 2: “Q3 vendor review" in markdown
+    assert "judge claude-sonnet-4-6 (simulator) · score 1.00" in views["html"].read_text(encoding="utf-8")
+    assert "the judge (claude-sonnet-4-6, simulator) says pass" in views["junit"].read_text(encoding="utf-8")
+
+    edit_rubric(project / GOLDEN, criterion="the brief is polite")
+    assert harness_main(["eval", str(project / GOLDEN), *flags]) == 2
+    markdown = views["markdown"].read_text(encoding="utf-8")
+    assert "### ⚖️ Needs re-judging (not a failure of the agent)" in markdown and "Failed checks" not in markdown
+    assert "Needs re-judging (not a failure of the agent)" in views["html"].read_text(encoding="utf-8")
+    junit = views["junit"].read_text(encoding="utf-8")
+    assert "<skipped" in junit and 'failures="0"' in junit
+
+
+def test_compare_leaves_a_stale_judgement_out_of_the_flips(tmp_path: Path) -> None:
+    from harness.report.compare import compare_results, comparison_exit_code
+
+    project = clone_of_dayflow(tmp_path)
+    before, after = project / "before.json", project / "after.json"
+    assert harness_main(["eval", str(project / GOLDEN), "--json", str(before)]) == 0
+    edit_rubric(project / GOLDEN, criterion="the brief is polite")
+    assert harness_main(["eval", str(project / GOLDEN), "--json", str(after)]) == 2
+    comparison = compare_results(*(json.loads(p.read_text(encoding="utf-8")) for p in (before, after)))
+    (case,) = comparison["cases"]
+    assert case["needs_rejudging"] == ["rubric"] and comparison["summary"]["needs_rejudging"] == [case["id"]]
+    assert all(check["flip"] is None for check in case["checks"]) and case["status"] != "regressed"
+    assert "rubric" not in [check["id"] for check in case["checks"] if check["candidate"]]
+    assert comparison_exit_code(comparison) == 2

@@ -102,7 +102,8 @@ def test_a_type_checker_sees_the_real_types(tmp_path: Path) -> None:
     assert 'note: Revealed type is "harness.cassette.recorder.Cassette"' in lines, done.stdout
     assert 'note: Revealed type is "list[harness.cassette.mismatch.CassetteMismatch]"' in lines
     assert 'note: Revealed type is "harness.cassette.mismatch.CassetteMismatch | None"' in lines
-    assert any(line.startswith('note: Revealed type is "def (path: ') and "harness.trajectory.Trajectory" in line
+    # Trajectory is defined in harness.trajectory.model, re-exported by the harness.trajectory package.
+    assert any(line.startswith('note: Revealed type is "def (path: ') and "harness.trajectory.model.Trajectory" in line
                for line in lines), lines
     errors = [line for line in lines if line.startswith("error:")]
     assert len(errors) == 2, errors

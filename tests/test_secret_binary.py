@@ -277,3 +277,24 @@ def test_keys_in_base64_image_and_pdf_sources_are_not_on_disk_and_the_request_re
     with use_cassette(path, mode="none") as cassette:
         assert ask(OFFLINE) == live
     assert cassette.unplayed == []
+
+
+def test_an_upload_recorded_before_parts_were_rehashed_still_replays(tmp_path: Path) -> None:
+    # Earlier recorders redacted a text part but kept the hash of the bytes sent; matching hashes what is
+    # stored, so the live upload (redacted the same way) still matches.
+    import hashlib
+
+    path = tmp_path / "old.yaml"
+    notes = f"ANTHROPIC_API_KEY={PLAIN_KEY}\n".encode()
+    with Simulator() as sim, use_cassette(path, mode="once"):
+        client = anthropic.Anthropic(api_key="sim-key-for-tests", base_url=sim.base_url, max_retries=0)
+        live = client.beta.files.upload(file=("env.txt", notes, "text/plain")).id
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    part = data["interactions"][0]["request"]["parts"][0]
+    assert part["text"] == "ANTHROPIC_API_KEY=<redacted:anthropic-key:1>\n"
+    part["sha256"], part["size"] = hashlib.sha256(notes).hexdigest(), len(notes)  # as the old recorder wrote it
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    with use_cassette(path, mode="none") as cassette:
+        client = anthropic.Anthropic(api_key="sim-key-for-tests", base_url=OFFLINE, max_retries=0)
+        assert client.beta.files.upload(file=("env.txt", notes, "text/plain")).id == live
+    assert cassette.unplayed == []

@@ -286,8 +286,8 @@ def test_a_bad_script_exits_2_naming_the_file_the_place_and_the_reason(
 
 
 def test_the_readme_script_example_is_a_valid_script(tmp_path: Path) -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme.split("### Simulator models for your own agent", 1)[1]
+    page = (Path(__file__).resolve().parents[1] / "docs" / "simulator.md").read_text()
+    section = page.split("Simulator models for your own agent", 1)[1]
     example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
     script = tmp_path / "example.yaml"
     script.write_text("\n".join(line.removeprefix("  ") for line in example.splitlines()))

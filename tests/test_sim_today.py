@@ -15,6 +15,7 @@ from anthropic.types.beta.beta_memory_tool_20250818_command import BetaMemoryToo
 from pydantic import BaseModel, TypeAdapter
 
 from harness import use_cassette
+from harness.cassette.format import load_cassette
 from harness.sim import RateLimits, Simulator
 from harness.sim.models import sdk_model_ids
 from harness.sim.server_tools import SERVER_LOOP_LIMIT
@@ -101,8 +102,9 @@ WEB_SEARCH = {"type": "web_search_20250305", "name": "web_search"}
 
 def test_web_search_is_played_in_the_response_labelled_and_counted(c: anthropic.Anthropic) -> None:
     message = c.messages.create(model=MODEL, max_tokens=1000, messages=ASK, tools=[WEB_SEARCH])
-    assert [block.type for block in message.content] == ["server_tool_use", "web_search_tool_result", "text"]
-    use, result, answer = message.content
+    kinds = [block.type for block in message.content]
+    assert kinds == ["server_tool_use", "web_search_tool_result", "text", "text"]
+    use, result, answer, cited = message.content
     assert use.name == "web_search" and use.input == {"query": ASK[0]["content"]}
     assert use.id.startswith("srvtoolu_") and result.tool_use_id == use.id
     assert result.content and all("harness simulator" in hit.title for hit in result.content)
@@ -112,6 +114,8 @@ def test_web_search_is_played_in_the_response_labelled_and_counted(c: anthropic.
         0,
     )
     assert message.stop_reason == "end_turn" and result.content[0].url in answer.text
+    (citation,) = cited.citations
+    assert citation.type == "web_search_result_location" and citation.url == result.content[0].url
     with c.messages.stream(model=MODEL, max_tokens=1000, messages=ASK, tools=[WEB_SEARCH]) as stream:
         assert stream.get_final_message().to_dict() == message.to_dict()
 
@@ -190,6 +194,34 @@ def test_a_web_search_request_records_against_the_simulator_and_replays(tmp_path
     assert cassette.unplayed == [] and live["usage"]["server_tool_use"]["web_search_requests"] == 1
 
 
+def test_parse_and_web_search_record_against_the_harness_sim_command_and_replay(tmp_path: Path) -> None:
+    """The Done-when of issue 27's simulator item, through `harness sim` itself (the command, in a thread)."""
+    import argparse
+
+    from harness.commands import sim as sim_command
+    from tests.harness_processes import READY_TIMEOUT, start_serving_thread
+
+    parser = argparse.ArgumentParser(prog="harness sim")
+    sim_command.add_arguments(parser)
+    url_file, path = tmp_path / "sim.url", tmp_path / "today.yaml"
+    args = parser.parse_args(["--port", "0", "--url-file", str(url_file), "--max-requests", "2", "--quiet"])
+    thread, result, base_url = start_serving_thread(url_file, lambda: sim_command.run(args))
+
+    def run(url: str) -> tuple[Any, dict[str, Any]]:
+        parsed = client(url).messages.parse(model=MODEL, max_tokens=400, messages=ASK, output_format=Forecast)
+        searched = client(url).messages.create(model=MODEL, max_tokens=1000, messages=ASK, tools=[WEB_SEARCH])
+        return parsed.parsed_output, searched.to_dict()
+
+    with use_cassette(path, mode="once"):
+        live = run(base_url)
+    thread.join(timeout=READY_TIMEOUT)
+    assert result == [0]  # served its two requests and stopped
+    with use_cassette(path, mode="none") as cassette:
+        assert run(OFFLINE) == live
+    assert cassette.unplayed == [] and load_cassette(path).meta["source"] == "simulator"
+    assert isinstance(live[0], Forecast) and live[1]["usage"]["server_tool_use"]["web_search_requests"] == 1
+
+
 # -- Anthropic-defined client tools ----------------------------------------------------------------------------------
 def test_sim_auto_drives_the_sdks_memory_tool_through_the_beta_tool_runner(
     c: anthropic.Anthropic, tmp_path: Path
@@ -260,6 +292,41 @@ def test_chat_first_answers_the_first_turn_without_tools_then_calls_them(c: anth
     assert second.stop_reason == "tool_use"
 
 
+def test_a_client_side_tool_search_surfaces_a_deferred_tool_through_its_tool_result(c: anthropic.Anthropic) -> None:
+    searcher = {**WEATHER_TOOL, "name": "search_tools", "description": "Find tools"}
+    tools = [searcher, DEFERRED]
+    first = c.messages.create(model=MODEL, max_tokens=500, messages=ASK, tools=tools)
+    (call,) = [block for block in first.content if block.type == "tool_use"]
+    assert call.name == "search_tools"  # the deferred get_weather is not offered yet
+    found = [{"type": "tool_reference", "tool_name": "get_weather"}]
+    turns = [
+        *ASK,
+        {"role": "assistant", "content": first.content},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": found}]},
+    ]
+    second = c.messages.create(model=MODEL, max_tokens=500, messages=turns, tools=tools)
+    assert [block.name for block in second.content if block.type == "tool_use"] == ["get_weather"]
+
+
+def test_chat_first_2_lets_a_thread_chat_twice_then_hand_over_to_the_tool_runner(sim: Simulator) -> None:
+    from anthropic import beta_tool
+
+    @beta_tool
+    def lookup_order(order_id: str) -> str:
+        """Look up the shipping status of an order."""
+        return f"Order {order_id} arrives tomorrow."
+
+    thread = client(sim.base_url).beta.messages.thread(
+        model="sim-auto:chat-first=2", max_tokens=1024, tools=[lookup_order]
+    )
+    assert thread.send({"role": "user", "content": "Hi! A question about an order."}).stop_reason == "end_turn"
+    with thread.stream({"role": "user", "content": "How long does shipping take?"}) as stream:
+        assert stream.get_final_message().stop_reason == "end_turn"  # a plain send: no tool call left unanswered
+    thread.append({"role": "user", "content": "It's order 4821. Where is it?"})
+    final = thread.tool_runner().until_done()
+    assert final.stop_reason == "end_turn" and "arrives tomorrow" in final.content[-1].text
+
+
 # -- tool types --------------------------------------------------------------------------------------------------------
 def test_an_unknown_tool_type_is_the_apis_400(c: anthropic.Anthropic) -> None:
     with pytest.raises(anthropic.BadRequestError) as refused:
@@ -307,6 +374,31 @@ def test_a_compaction_request_answers_a_compaction_block_that_later_requests_sta
     later = [{"role": "assistant", "content": [block.to_dict()]}, {"role": "user", "content": "Go on."}]
     answer = c.beta.messages.create(model=MODEL, max_tokens=500, messages=later, tools=[WEATHER_TOOL])
     assert answer.stop_reason == "tool_use"  # a new task after the summary; the conversation starts from it
+
+
+def test_the_sdks_tool_runner_compacts_before_the_next_turn_and_carries_on(c: anthropic.Anthropic) -> None:
+    from anthropic import beta_tool
+
+    @beta_tool
+    def lookup_order(order_id: str) -> str:
+        """Look up the shipping status of an order."""
+        return f"Order {order_id} arrives tomorrow."
+
+    runner = c.beta.messages.tool_runner(
+        model=MODEL,
+        max_tokens=1000,
+        tools=[lookup_order],
+        messages=[{"role": "user", "content": "Where is order 4821?"}],
+        betas=["compact-2026-09-04"],
+    )
+    stops = []
+    for message in runner:
+        stops.append(message.stop_reason)
+        if len(stops) == 1:
+            runner.compact_before_next_turn()
+        if message.stop_reason == "compaction":
+            assert message.usage.iterations[0].type == "compaction" and "lookup_order" in message.content[0].content
+    assert stops == ["tool_use", "compaction", "end_turn"]
 
 
 def test_clear_tool_uses_and_clear_thinking_edits_are_applied_and_reported(c: anthropic.Anthropic) -> None:

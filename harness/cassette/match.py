@@ -242,8 +242,14 @@ def diff_summary(recorded: Any, actual: Any, limit: int = 12) -> list[str]:
         return multipart.diff_parts(recorded, actual)[:limit]
     from deepdiff import DeepDiff  # only for a miss: importing it costs every replayed session 0.14 s
 
-    diff = DeepDiff(recorded, actual, verbose_level=2, view="tree")
     lines: list[str] = []
+    tools_before, tools_after = _tools_by_name(recorded), _tools_by_name(actual)
+    if tools_before is not None and tools_after is not None:
+        # Tools diffed by name: a tool removed or renamed is that, not "tools[1].name changed" down the list.
+        if list(tools_before) != list(tools_after) and tools_before.keys() == tools_after.keys():
+            lines.append(f"tools order changed from {list(tools_before)} to {list(tools_after)}")
+        recorded, actual = {**recorded, "tools": tools_before}, {**actual, "tools": tools_after}
+    diff = DeepDiff(recorded, actual, verbose_level=2, view="tree")
     for kind, items in diff.items():
         for item in items:
             path = readable_path(item.path())
@@ -263,6 +269,17 @@ def diff_summary(recorded: Any, actual: Any, limit: int = 12) -> list[str]:
     if len(lines) > limit:
         lines = [*lines[:limit], f"… and {len(lines) - limit} more differences"]
     return lines
+
+
+def _tools_by_name(body: Any) -> dict[str, Any] | None:
+    """A request's tools keyed by name (in their order), or None when they are not a list of uniquely named tools."""
+    tools = body.get("tools") if isinstance(body, dict) else None
+    if not isinstance(tools, list):
+        return None
+    names = [tool.get("name") if isinstance(tool, dict) else None for tool in tools]
+    if not all(isinstance(name, str) and name for name in names) or len(set(names)) != len(names):
+        return None
+    return dict(zip(names, tools, strict=True))
 
 
 def _path_order(line: str) -> tuple[int, ...]:

@@ -98,6 +98,11 @@ OWN_SHAPES: tuple[Shape, ...] = (
     Shape("credential", re.compile(
         rf"(?i)\b(?:api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret|refresh[_-]?token|secret[_-]?key|"
         rf"password|passwd){_FIELD_SEP}(?=[^\s\"'&,;<]*\d)([A-Za-z0-9._~+/\-%]{{16,}})"), 1),
+    # A field that is a credential by its name alone (SECRET_FIELDS), in any container: YAML, JSON, a form.
+    Shape("credential-field", re.compile(
+        r"""(?i)\b(?:authorization[_-]?token|secret[_-]?value|signing[_-]?secret|tunnel[_-]?token)"""
+        r"""\\?["']?\s*(?:[:=]|=>|>)\s*\\?["']?"""  # `\"k\": \"v\"` too: JSON inside a JSON string
+        r"(?!<redacted:)([A-Za-z0-9._~+/\-%=:]{12,})"), 1),
     # "Bearer authentication" is prose; a token has digits and letters and no spaces.
     Shape("bearer-token", re.compile(
         r"(?i)\bbearer\s+((?=[A-Za-z0-9._~+/=\-]*\d)(?=[A-Za-z0-9._~+/=\-]*[A-Za-z])[A-Za-z0-9._~+/=\-]{16,})"), 1),
@@ -174,11 +179,12 @@ _ANCHORS = (
 # Case-insensitive words that start a shape wherever they are ...
 _WORDS = ("bearer", "sessionkey=", "aws")
 # ... and field names that do only when a value follows (`"token": `, `password=`; not `max_tokens`).
-_FIELD_WORDS = ("token", "secret", "key", "password", "passwd")
+_FIELD_WORDS = ("token", "secret", "key", "password", "passwd", "secret_value")
 _BASIC_AUTH_HINT = re.compile(r"://[^\s/@\"']+@")
 _UUID_RE = re.compile(_UUID)
 _BYTE_ANCHORS = tuple(anchor.encode() for anchor in _ANCHORS)
 _BYTE_WORDS = tuple(word.encode() for word in _WORDS)
+_BYTE_FIELD_WORDS = tuple(word.encode() for word in _FIELD_WORDS)
 
 
 def might_hold_secret(text: str) -> bool:
@@ -295,19 +301,36 @@ class Redactor:
         return "".join(out)
 
     def binary(self, raw: bytes) -> bytes:
-        """A binary body (a Files API upload, a multipart part with a file, a base64 source's bytes): searched
-        as latin-1, which keeps every byte; a PDF's compressed streams are opened and searched too."""
+        """A binary body (a Files API upload, a multipart part with a file, a base64 source's bytes): its
+        printable text searched where a credential could begin; a PDF's compressed streams opened too."""
         if holds_pdf(raw):
             raw = rewrite_flate_streams(raw, self._plain_bytes)
-        elif not self._may_hold(raw):
-            return raw  # the cheap pre-check: an image's pixels are megabytes with nothing to find
         return self._plain_bytes(raw)
 
     def _plain_bytes(self, raw: bytes) -> bytes:
-        return self.text(raw.decode("latin-1")).encode("latin-1")
-
-    def _may_hold(self, raw: bytes) -> bool:
-        return might_hold_secret_bytes(raw) or any(secret.encode("utf-8") in raw for secret in self.known)
+        """Every run of printable ASCII that holds an anchor of a shape (or a credential the run sent),
+        searched as text, in the order of the bytes. A credential is printable, so it lies inside one run;
+        the anchors are found by byte searches, so the megabytes of an image or an archive are never handed
+        to the shapes' expressions (a 10 MB random upload: 40 s searched as one latin-1 text)."""
+        starts = _anchor_positions(raw, self.known)
+        if not starts:
+            return raw
+        printable = raw.translate(_PRINTABLE_MASK)  # b"\x01" where printable, b"\x00" elsewhere: runs by find
+        out: list[bytes] = []
+        last = 0
+        for start in starts:
+            if start < last:
+                continue  # inside a run already searched
+            left = printable.rfind(b"\x00", 0, start) + 1
+            right = printable.find(b"\x00", start)
+            right = len(raw) if right == -1 else right
+            text = raw[left:right].decode("ascii")
+            cleaned = self.text(text)
+            out += [raw[last:left], cleaned.encode("ascii")]
+            last = right
+        out.append(raw[last:])
+        cleaned_raw = b"".join(out)
+        return raw if cleaned_raw == raw else cleaned_raw
 
     def parts(self, parts: list[Any]) -> list[Any]:
         """A multipart body's parts, each part's bytes searched (text as text, the rest as binary), its
@@ -353,7 +376,8 @@ class Redactor:
         if isinstance(value, dict):
             # Sorted, so that the numbering does not depend on the order the keys were sent in. A field
             # named for a credential ("SecretAccessKey", "refresh_token") is one, whatever its value looks like.
-            done = {key: self._field(key, value[key]) for key in sorted(value, key=str)}
+            done = {key: value[key] if _is_opaque(value, key) else self._field(key, value[key], value)
+                    for key in sorted(value, key=str)}
             if _is_base64_source(value):
                 # Searched decoded: a PDF (its compressed streams opened), a text file, and an image, whose
                 # pixels pass the byte pre-check in a few milliseconds unless a key was hidden in them.
@@ -361,12 +385,32 @@ class Redactor:
             return {key: done[key] for key in value}
         return value
 
-    def _field(self, key: Any, value: Any) -> Any:
-        if isinstance(value, str) and isinstance(key, str) and _TOKEN_LIKE.fullmatch(value):
-            kind = _CREDENTIAL_FIELDS.get(key.lower().replace("-", "_"))
-            if kind:
+    def _field(self, key: Any, value: Any, holder: Mapping[str, Any]) -> Any:
+        if isinstance(value, str) and isinstance(key, str):
+            kind = secret_field_kind(key, holder)
+            if kind and _is_secret_value(value):
                 return self.placeholder(self.known.get(value) or _field_kind(value, kind), value)
+            if _TOKEN_LIKE.fullmatch(value):
+                kind = _CREDENTIAL_FIELDS.get(key.lower().replace("-", "_"))
+                if kind:
+                    return self.placeholder(self.known.get(value) or _field_kind(value, kind), value)
         return self.value(value)
+
+    def learn_fields(self, value: Any) -> None:
+        """Take every value of a field that is a credential by its name alone (an MCP server's
+        `authorization_token`, ...) as a credential of this interaction, so that an echo of it anywhere
+        else (an MCP tool's error, the model's answer) is removed too. Numbers nothing: both the recorder
+        and replay's live redaction learn before they redact, so their placeholders agree."""
+        if isinstance(value, list):
+            for item in value:
+                self.learn_fields(item)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                kind = secret_field_kind(key, value) if isinstance(key, str) else None
+                if kind and isinstance(item, str) and _is_secret_value(item):
+                    self.known.setdefault(item, _field_kind(item, kind))
+                elif isinstance(item, dict | list):
+                    self.learn_fields(item)
 
     def _base64(self, data: str) -> str:
         try:
@@ -421,6 +465,29 @@ class Redactor:
         return pieces
 
 
+_PRINTABLE_MASK = bytes(1 if byte in (9, 10, 13) or 0x20 <= byte <= 0x7E else 0 for byte in range(256))
+
+
+def _anchor_positions(raw: bytes, known: Mapping[str, str]) -> list[int]:
+    """Sorted offsets in `raw` where a shape's anchor, word or field name, or a known credential, occurs."""
+    found: set[int] = set()
+
+    def every(haystack: bytes, needle: bytes) -> None:
+        position = haystack.find(needle)
+        while position != -1:
+            found.add(position)
+            position = haystack.find(needle, position + 1)
+
+    for anchor in _BYTE_ANCHORS:
+        every(raw, anchor)
+    for secret in known:
+        every(raw, secret.encode("utf-8"))
+    lower = raw.lower()
+    for word in (*_BYTE_WORDS, *_BYTE_FIELD_WORDS, b"://", b"org"):
+        every(lower, word)
+    return sorted(found)
+
+
 _STREAMED_FIELDS = ("text", "partial_json", "thinking")
 
 
@@ -455,6 +522,42 @@ _CREDENTIAL_FIELDS = {
     "api_key": "credential", "apikey": "credential", "x_api_key": "credential", "password": "password",
     "private_key": "private-key", "secret": "credential",
 }
+
+
+# Fields the SDK's param and response types define whose value is a credential whatever it looks like
+# (anthropic 2.15: `mcp_servers[].authorization_token`, a GitHub repository resource's and a session
+# resource's `authorization_token`; a vault credential's `access_token`, `refresh_token`,
+# `client_secret` and environment-variable `secret_value`; a webhook endpoint's `signing_secret`; a
+# tunnel's `tunnel_token`), with their placeholder kind.
+SECRET_FIELDS = {
+    "authorization_token": "authorization-token",
+    "access_token": "access-token",
+    "refresh_token": "refresh-token",
+    "client_secret": "client-secret",
+    "secret_value": "secret-value",
+    "signing_secret": "signing-secret",
+    "tunnel_token": "tunnel-token",
+}
+# ... and a field that is one only in a credential object: a vault's `static_bearer` token.
+_TYPED_SECRET_FIELDS = {("static_bearer", "token"): "bearer-token"}
+# Opaque values the API hands out to be sent back verbatim: redaction never reads or rewrites them (a
+# thinking signature is base64 in which `1//0...` or `AIza...` can occur by chance).
+OPAQUE_FIELDS = frozenset({"signature", "encrypted_content", "encrypted_stdout", "encrypted_index"})
+
+
+def secret_field_kind(key: str, holder: Mapping[str, Any]) -> str | None:
+    """The placeholder kind of a field that is a credential by its name (in its object's `type`), else None."""
+    name = key.lower().replace("-", "_")
+    return SECRET_FIELDS.get(name) or _TYPED_SECRET_FIELDS.get((str(holder.get("type")), name))
+
+
+def _is_secret_value(value: str) -> bool:
+    return len(value) >= MIN_SECRET_LENGTH and not PLACEHOLDER.fullmatch(value) and value not in LEGACY_PLACEHOLDERS
+
+
+def _is_opaque(holder: Mapping[str, Any], key: Any) -> bool:
+    """`signature`, `encrypted_*` and a redacted_thinking block's `data`: the API's, kept byte for byte."""
+    return key in OPAQUE_FIELDS or (key == "data" and holder.get("type") == "redacted_thinking")
 
 
 # A value that can be a credential: one word of 16 characters or more with a digit in it, and not one of
@@ -589,6 +692,8 @@ _BODY_KEYS = ("body", "body_text", "body_base64", "events", "parts")
 
 def _redact_message(redactor: Redactor, message: dict[str, Any]) -> dict[str, Any]:
     out = dict(message)
+    for key in ("body", "events"):
+        redactor.learn_fields(out.get(key))
     if isinstance(out.get("query"), str):
         out["query"] = redactor.query(out["query"])
     if isinstance(out.get("events"), list):
@@ -646,13 +751,14 @@ def redact_live_request(query: str, body: Any, known_secrets: Iterable[str] = ()
     if query:
         query = redactor.query(query)
     if is_match_body(body):
-        # An upload: its parts as the recorder stored them (bytes inline), redacted the same way, then seen
-        # as matching sees them. A PDF is always opened: its compressed streams pass no byte pre-check.
+        # An upload: its parts as the recorder stored them (bytes inline), redacted the same way (each part's
+        # bytes searched only around the anchors a byte search finds), then seen as matching sees them.
         parts = parse_parts(raw) if raw else None
-        if parts is not None and (holds_pdf(raw) or _needs_redaction(body, known, raw)):
+        if parts is not None:
             body = match_body(redactor.parts(parts))
         return query, body
     if _needs_redaction(body, known, raw):
+        redactor.learn_fields(body)
         if isinstance(body, dict) and set(body) == {"$base64"}:
             body = {"$base64": redactor._base64(body["$base64"])}
         else:

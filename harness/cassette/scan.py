@@ -1,12 +1,13 @@
 """Find credentials in cassettes and fixtures (the engine of `harness scan`, harness/commands/scan.py).
 
-Every form the importer reads is scanned (`.yaml`, `.yml`, `.json`, `.har`, `.yaml.gz`, in any case of
-extension; and `.txt`, `.md`). Each file is searched twice:
+Every form the importer reads is scanned (`.yaml`, `.yml`, `.json`, `.har`, `.yaml.gz`, `.httprr`, in any
+case of extension; and `.txt`, `.md`). Each file is searched twice:
 
 - its raw text (gunzipped when it is gzip), so that a secret in a comment or a folded scalar is found;
-- what the raw text hides: base64 and `!!binary` bodies decoded (and gunzipped), and each streamed
-  block's text joined across its start and deltas, in our events and in foreign SSE bodies alike, since a
-  key cut as `sk-an` + `t-api03-...` is whole only once joined.
+- what the raw text hides: base64, `!!binary` and Ruby `!binary` bodies decoded (and gunzipped), a PDF's
+  compressed streams inflated, an httprr trace's bodies de-chunked, and each streamed block's text joined
+  across its start and deltas, in our events and in foreign SSE bodies alike, since a key cut as
+  `sk-an` + `t-api03-...` is whole only once joined.
 
 The shapes are the redactor's (`redact.find_secrets`), so what scan flags is what the recorder removes,
 and prose ("Bearer authentication", a name beside a UUID) is flagged by neither. Placeholders
@@ -25,12 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from harness.cassette.format import parse_yaml
+from harness.cassette.importer import httprr
+from harness.cassette.importer.detect import HTTPRR_MAGIC, ForeignLoader
+from harness.cassette.pdf_streams import holds_pdf, rewrite_flate_streams
 from harness.cassette.redact import find_secrets, stream_blocks
 from harness.cassette.sse import parse_sse
 from harness.cassette.wire import GZIP_MAGIC, BodyTooLarge, gunzip_bounded
 from harness.errors import HarnessError
 
-SCANNED_SUFFIXES = (".yaml", ".yml", ".json", ".har", ".txt", ".md", ".yaml.gz", ".yml.gz", ".json.gz", ".har.gz")
+SCANNED_SUFFIXES = (".yaml", ".yml", ".json", ".har", ".txt", ".md", ".yaml.gz", ".yml.gz", ".json.gz", ".har.gz",
+                    ".httprr", ".httprr.gz")
 _STRUCTURED = (".yaml", ".yml", ".json", ".har")
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]{24,}")
 _MAX_SCANNED_BYTES = 64 * 1024 * 1024
@@ -84,6 +89,10 @@ def _decoded(raw: bytes) -> str:
             raw = gunzip_bounded(raw)
         except (BodyTooLarge, OSError, EOFError, ValueError):
             return ""
+    if holds_pdf(raw):  # the page text and metadata a PDF keeps deflated, inflated beside its bytes
+        streams: list[bytes] = []
+        rewrite_flate_streams(raw, lambda inflated: streams.append(inflated) or inflated)
+        raw = b"\n".join([raw, *streams])
     return raw.decode("utf-8", errors="replace")
 
 
@@ -136,16 +145,46 @@ def _sse(text: str) -> Iterator[tuple[str, str, str]]:
         yield joined, "joined stream", anchor
 
 
-def _parsed(text: str, file: Path) -> Any:
+def _parsed(text: str, file: Path, raw: bytes, problems: list[HarnessError] | None = None) -> Any:
+    """The file's data, or None: not a structured file, or one that does not parse (then its error is added to
+    `problems`: a corrupt cassette must not pass as "no secrets" when only its raw text could be searched)."""
     name = file.name.lower().removesuffix(".gz")
+    if raw[:2] == GZIP_MAGIC and name.endswith(".httprr"):
+        try:
+            raw = gunzip_bounded(raw)
+        except (BodyTooLarge, OSError, EOFError, ValueError):
+            return None
+    if raw.startswith(HTTPRR_MAGIC):
+        return _httprr_bodies(raw, file, problems)
     if not name.endswith(_STRUCTURED):
         return None
     try:
         if text.lstrip()[:1] in ("{", "["):
             return json.loads(text)
-        return parse_yaml(text, file=file)  # the safe loader, alias bombs refused
-    except (ValueError, RecursionError, HarnessError):
-        return None  # not parseable: the raw pass still ran
+        # The importer's safe loader: it also reads Ruby's `!binary` and aiohttp's `istr` keys as data.
+        return parse_yaml(text, file=file, loader=ForeignLoader)  # alias bombs refused
+    except json.JSONDecodeError as err:
+        problem = HarnessError(f"not valid JSON: {err.msg}", file=file, where=f"line {err.lineno}, column {err.colno}")
+    except RecursionError:
+        problem = HarnessError("nested too deep to parse", file=file)
+    except (ValueError, HarnessError) as err:
+        problem = err if isinstance(err, HarnessError) else HarnessError(str(err), file=file)
+    if problems is not None:
+        problems.append(problem)
+    return None  # not parseable: the raw pass still ran
+
+
+def _httprr_bodies(raw: bytes, file: Path, problems: list[HarnessError] | None = None) -> list[bytes]:
+    """Every request and response body of an httprr trace, de-chunked (a stream's deltas then join)."""
+    bodies: list[bytes] = []
+    try:
+        for exchange in httprr.read(raw, file):
+            bodies.extend(body.encode("utf-8") if isinstance(body, str) else body
+                          for body in (exchange.request_raw, exchange.response_raw) if body)
+    except HarnessError as err:  # a corrupt trace: what was read is searched, the raw pass still ran
+        if problems is not None:
+            problems.append(err)
+    return bodies
 
 
 def _where(raw: str, anchor: str) -> int:
@@ -157,12 +196,13 @@ def _where(raw: str, anchor: str) -> int:
     return 1
 
 
-def scan_file(file: Path) -> list[Finding]:
+def scan_file(file: Path, problems: list[HarnessError] | None = None) -> list[Finding]:
+    """The credentials in one file; a structured file that does not parse is added to `problems`, if given."""
     raw_bytes = file.read_bytes()[:_MAX_SCANNED_BYTES]
     text = _decoded(raw_bytes)
     findings = scan_text(text, file)
     seen = {(finding.kind, finding.excerpt) for finding in findings}
-    data = _parsed(text, file)
+    data = _parsed(text, file, raw_bytes, problems)
     for hidden, how, anchor in _hidden(data) if data is not None else ():
         for kind, start, end in find_secrets(hidden):
             excerpt = _mask(hidden[start:end])
@@ -173,8 +213,8 @@ def scan_file(file: Path) -> list[Finding]:
     return findings
 
 
-def scan_paths(paths: Iterable[Path]) -> list[Finding]:
+def scan_paths(paths: Iterable[Path], problems: list[HarnessError] | None = None) -> list[Finding]:
     findings: list[Finding] = []
     for file in scanned_files(paths):
-        findings.extend(scan_file(file))
+        findings.extend(scan_file(file, problems))
     return findings

@@ -276,6 +276,11 @@ def _fold_one(message: dict[str, Any], partial_json: dict[int, str], kind: str,
             field = _DELTA_TEXT[kind]
             before = block.get(field, "")
             block[field] = (before if isinstance(before, str) else "") + delta[field]
+        elif kind == "compaction_delta":  # a compaction's summary, sent whole (null when the compaction failed)
+            for field in ("content", "encrypted_content"):
+                if isinstance(delta.get(field), str):
+                    before = block.get(field)
+                    block[field] = (before if isinstance(before, str) else "") + delta[field]
         elif kind == "signature_delta":
             block["signature"] = delta["signature"]
         elif kind == "citations_delta":

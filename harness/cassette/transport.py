@@ -1,14 +1,36 @@
-"""The replay transport: in process, every request an httpx2 client sends goes to the cassette of its context.
+"""The in-process seam: every request any anthropic SDK client sends goes to the cassette of its context.
 
-The patch sits where vcrpy's httpx2 patch sits: on the transports (`HTTPTransport`, `MockTransport`,
-WSGI/ASGI, sync and async), so it sees every request the anthropic SDK 2.x sends, streamed or not.
+Where it sits. The SDK (2.x) builds every attempt of every client in one place, `BaseClient._build_request`,
+and hands it to its http client's `send`; it accepts only an `httpx2.Client` / `AsyncClient` there. Every
+httpx2 client, whatever transport or mounts it was given, picks the transport for each request in one
+method, `_transport_for_url`. The patch wraps that choice: while a cassette is in use, a request's
+transport is the cassette's, wrapped around the one the client would have used. One patch thus sees the
+SDK's default clients, `DefaultAsyncHttpxClient`, `DefaultAioHttpClient` (its aiohttp transport), a
+user's `http_client=` with any transport (a MockTransport, a custom one, proxies and mounts),
+`with_options()` and copied clients (they share the http client), and every resource (beta, threads,
+batches, files, models), streamed or not; and httpx2's own send path (auth, event hooks, redirects,
+cookies, timing) runs in replay exactly as it does live. (The patch used to sit on httpx2's transport
+classes, so a transport of any other class, such as aiohttp's, went to the network unseen.)
+
+At the SDK's seam (`_build_request`, patched too) each attempt of a client is checked once:
+
+- a client built with no credential (`anthropic.Anthropic()` with no key set) gets a placeholder key, so an
+  agent that builds its own client needs no key to replay, nor to record against `harness sim` or any
+  loopback base URL. The placeholder is never sent anywhere else: a recording that would send it to
+  another host fails with `MissingCredential`, one line naming both ways out. It never reaches the disk
+  (no credential does: the recorder keeps allow-listed headers only);
+- its http client must reach the seam: a client class (or instance) that replaces a method of httpx2's send
+  path without calling through to httpx2's own could carry the request past the cassette, so the attempt
+  fails at once with `UninterceptedClient`, naming the SDK client, the http client and the transport,
+  before anything is sent. An override that calls through (`super().send(...)`) is fine.
+
 Replay answers first, from the cassette's index (`answer`); a request it passes on is captured by vcrpy's
-own httpx2 stub (which sends it, drains the response and hands the exchange to `Cassette.record`). Replay
-does not go through vcrpy's stub because bench/replay.py measured its per-request Request and header copy
-(~40 us) on the hot path, and because it could not replay a cut stream. Recorded retries replay with zero
-backoff (the SDK would otherwise really sleep 0.5-2 s each).
+own httpx2 stub around the real transport (it sends it, drains the response and hands the exchange to
+`Cassette.record`). Replay does not go through vcrpy's stub because bench/replay.py measured its
+per-request Request and header copy (~40 us) on the hot path, and because it could not replay a cut stream.
+Recorded retries replay with zero backoff (the SDK would otherwise really sleep 0.5-2 s each).
 
-Routing: the transports are patched once while any cassette is in use, and each request goes to the cassette
+Routing: the patch is installed once while any cassette is in use, and each request goes to the cassette
 of the context that sent it (a contextvar: each thread, and each asyncio task from where it was created, has
 its own). Two threads recording two cassettes at once never mix, and the patch comes off when the last
 cassette closes, in whatever order they close. A thread that entered no cassette of its own (a worker pool
@@ -21,15 +43,19 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import ipaddress
+import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 from unittest import mock
 
 import anthropic
 import httpx2
 from anthropic._base_client import BaseClient
+from anthropic._compat import model_copy
 
+from harness.cassette.modes import PLACEHOLDER_API_KEY
 from harness.cassette.wire import REPLAYED_HEADER, body_bytes, replay_headers
 from harness.errors import CassetteError
 
@@ -43,6 +69,14 @@ _replaying_failure: contextvars.ContextVar[bool] = contextvars.ContextVar("repla
 class AmbiguousCassette(CassetteError, anthropic.AnthropicError):
     """A request from a thread or task that entered no cassette while several are in use: none is right.
     An AnthropicError too, so that the SDK raises it as it is rather than as "Connection error."."""
+
+
+class UninterceptedClient(CassetteError, anthropic.AnthropicError):
+    """An SDK client whose http client could carry a request past the cassette: stopped before it is sent."""
+
+
+class MissingCredential(CassetteError, anthropic.AnthropicError):
+    """A recording that would send the placeholder key to a host other than loopback: there is no key."""
 
 
 # -- answering one request from the cassette ------------------------------------------------------------------
@@ -108,17 +142,7 @@ def _zero_backoff(original: Callable[..., float]) -> Callable[..., float]:
     return calculate
 
 
-# The transports vcrpy patches for httpx2: every way an httpx2 client sends a request.
-_PATCHED_TRANSPORTS: tuple[tuple[type, str, bool], ...] = (
-    (httpx2.HTTPTransport, "handle_request", False),
-    (httpx2.AsyncHTTPTransport, "handle_async_request", True),
-    (httpx2.WSGITransport, "handle_request", False),
-    (httpx2.ASGITransport, "handle_async_request", True),
-    (httpx2.MockTransport, "handle_request", False),
-    (httpx2.MockTransport, "handle_async_request", True),
-)
-
-
+# -- the cassette's transport: wrapped around whichever one the client chose for the request --------------------
 class _VcrCapture:
     """The cassette as vcrpy's httpx2 stub sees it once replay has passed a request on: nothing to play,
     nothing protected, and every exchange vcrpy captures handed to `Cassette.record`."""
@@ -141,11 +165,220 @@ class _VcrCapture:
                               response_body=(response.get("body") or {}).get("string"))
 
 
+class _CassetteTransport(httpx2.BaseTransport):
+    """What a sync httpx2 client sends through while a cassette is in use: the cassette answers, or the request
+    goes on to `real` (the transport the client chose) and the exchange is recorded."""
+
+    def __init__(self, cassette: Cassette, real: httpx2.BaseTransport) -> None:
+        self.cassette = cassette
+        self.real = real
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        cassette = self.cassette
+        raw_body = request.read()
+        replayed = cassette.answer(request, raw_body)
+        if replayed is not None:
+            return replayed
+        _check_credential(cassette, request)
+        if cassette.spans is not None:
+            cassette.spans.sending()
+        try:
+            from vcr.stubs.httpx_stubs import vcr_handle_request  # recording only: vcrpy costs replay 0.35 s
+
+            send = vcr_handle_request(_VcrCapture(cassette), lambda _, sent: self.real.handle_request(sent), httpx2)
+            return send(self.real, request)  # type: ignore[no-any-return]
+        except httpx2.TransportError as err:
+            cassette.record_failure(request, raw_body, err)
+            raise
+
+
+class _AsyncCassetteTransport(httpx2.AsyncBaseTransport):
+    """`_CassetteTransport` for an async client (httpx2's own, aiohttp's, any other)."""
+
+    def __init__(self, cassette: Cassette, real: httpx2.AsyncBaseTransport) -> None:
+        self.cassette = cassette
+        self.real = real
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        cassette = self.cassette
+        raw_body = await request.aread()
+        replayed = cassette.answer(request, raw_body)
+        if replayed is not None:
+            return replayed
+        _check_credential(cassette, request)
+        if cassette.spans is not None:
+            cassette.spans.sending()
+        try:
+            from vcr.stubs.httpx_stubs import vcr_handle_async_request  # recording only (see above)
+
+            send = vcr_handle_async_request(_VcrCapture(cassette),
+                                            lambda _, sent: self.real.handle_async_request(sent), httpx2)
+            return await send(self.real, request)  # type: ignore[no-any-return]
+        except httpx2.TransportError as err:
+            cassette.record_failure(request, raw_body, err)
+            raise
+
+
+def _routed_sync(real: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(real)
+    def _transport_for_url(client: Any, url: httpx2.URL) -> Any:
+        transport = real(client, url)
+        cassette = _cassette_for_this_context()
+        return transport if cassette is None else _CassetteTransport(cassette, transport)
+
+    return _transport_for_url
+
+
+def _routed_async(real: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(real)
+    def _transport_for_url(client: Any, url: httpx2.URL) -> Any:
+        transport = real(client, url)
+        cassette = _cassette_for_this_context()
+        return transport if cassette is None else _AsyncCassetteTransport(cassette, transport)
+
+    return _transport_for_url
+
+
+# -- the SDK's seam: each attempt of every client, before it is sent --------------------------------------------
+_CREDENTIAL_HEADERS = ("x-api-key", "authorization")
+_PLACEHOLDER_VALUES = frozenset({PLACEHOLDER_API_KEY, f"Bearer {PLACEHOLDER_API_KEY}"})
+
+
+def _checked_attempt(real: Callable[..., httpx2.Request]) -> Callable[..., httpx2.Request]:
+    @functools.wraps(real)
+    def _build_request(client: Any, options: Any, *, retries_taken: int = 0) -> httpx2.Request:
+        cassette = _cassette_for_this_context()
+        if cassette is None:
+            return real(client, options, retries_taken=retries_taken)
+        if _has_no_credential(client):
+            options = model_copy(options)
+            headers = options.headers if isinstance(options.headers, Mapping) else {}
+            options.headers = {**headers, "X-Api-Key": PLACEHOLDER_API_KEY}
+        request = real(client, options, retries_taken=retries_taken)
+        bypass = _bypass(client._client)
+        if bypass is not None:
+            raise _uninterceptable(cassette, client, request, bypass)
+        return request
+
+    return _build_request
+
+
+def _has_no_credential(client: Any) -> bool:
+    """An `Anthropic` / `AsyncAnthropic` with no key, token, credentials provider nor credential header."""
+    if not isinstance(client, anthropic.Anthropic | anthropic.AsyncAnthropic):
+        return False  # Bedrock, Vertex and the like sign requests their own way
+    if client.api_key is not None or client.auth_token is not None or getattr(client, "credentials", None):
+        return False
+    custom = getattr(client, "_custom_headers", None) or {}
+    return not any(str(name).lower() in _CREDENTIAL_HEADERS for name in custom)
+
+
+def _check_credential(cassette: Cassette, request: httpx2.Request) -> None:
+    """About to record: the placeholder key may go to loopback (the simulator) only."""
+    sent = [request.headers.get(name) for name in _CREDENTIAL_HEADERS]
+    if not any(value in _PLACEHOLDER_VALUES for value in sent) or _is_loopback(request.url.host):
+        return
+    raise MissingCredential(
+        f"no API key to record against {request.url.scheme}://{request.url.host}: set ANTHROPIC_API_KEY, or record "
+        "against the local simulator (harness sim --port 8765 &, then ANTHROPIC_BASE_URL=http://127.0.0.1:8765)",
+        file=cassette.path)
+
+
+def records_on_loopback() -> bool:
+    """Whether ANTHROPIC_BASE_URL points at loopback (harness sim, a local proxy): recording there needs no key."""
+    base_url = os.environ.get("ANTHROPIC_BASE_URL")
+    try:
+        return bool(base_url) and _is_loopback(httpx2.URL(base_url).host)
+    except httpx2.InvalidURL:  # the SDK will say what is wrong with it when a client is built
+        return False
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]").split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
+# httpx2's send path, in the order a request goes down it; the last picks the transport (the patch's place).
+_SEND_PATH = ("send", "_send_handling_auth", "_send_handling_redirects", "_send_single_request", "_transport_for_url")
+_verdicts: dict[type, str | None] = {}  # a client class -> why it could bypass the seam, or None
+
+
+def _bypass(http: Any) -> str | None:
+    """Why a request through the http client `http` could go past the cassette, or None when it cannot."""
+    if not isinstance(http, httpx2.Client | httpx2.AsyncClient):
+        return f"{_name(type(http))} is not an httpx2 client"
+    replaced = [name for name in _SEND_PATH if name in vars(http)]
+    if replaced:
+        return f"its {replaced[0]}() is replaced on the instance"
+    cls = type(http)
+    if cls not in _verdicts:
+        _verdicts[cls] = _class_bypass(cls)
+    return _verdicts[cls]
+
+
+def _class_bypass(cls: type) -> str | None:
+    base = httpx2.Client if issubclass(cls, httpx2.Client) else httpx2.AsyncClient
+    for name in _SEND_PATH:
+        override = getattr(cls, name)
+        if override is getattr(base, name) or hasattr(override, "__wrapped__"):
+            continue
+        code = getattr(override, "__code__", None)
+        # An override that calls through names the method it overrides (super().send, httpx2.Client.send).
+        if code is None or name not in code.co_names:
+            owner = next(klass for klass in cls.__mro__ if name in vars(klass))
+            return f"whose {_name(owner)}.{name}() does not call httpx2's own"
+    return None
+
+
+def _name(cls: type) -> str:
+    module = cls.__module__
+    if module.startswith(("anthropic.", "httpx2.")):
+        module = module.split(".", 1)[0]  # anthropic._client.Anthropic is anthropic.Anthropic to its users
+    return f"{module}.{cls.__qualname__}"
+
+
+def _uninterceptable(cassette: Cassette, client: Any, request: httpx2.Request, bypass: str) -> UninterceptedClient:
+    http = client._client
+    real = _REAL_TRANSPORT_FOR_URL.get(httpx2.Client if isinstance(http, httpx2.Client) else httpx2.AsyncClient)
+    try:
+        transport = _name(type(real(http, request.url))) if real is not None else "unknown"
+    except Exception:  # naming the transport must not hide the reason
+        transport = getattr(type(getattr(http, "_transport", None)), "__qualname__", "unknown")
+    doing = ("it would leave the process unseen, so it was stopped before it was sent" if cassette.write_protected
+             else "it would go out unrecorded, so it was stopped before it was sent")
+    return UninterceptedClient(
+        f"{_name(type(client))} sent {request.method} {request.url.path} through {_name(type(http))} (transport "
+        f"{transport}), {bypass}: the cassette cannot see that request ({doing}; mode {cassette.mode!r}). Give the "
+        "client an httpx2 client whose overrides call through to httpx2's (any transport will do), or record it "
+        "with harness proxy", file=cassette.path)
+
+
 # -- routing: one process-wide patch, one cassette per context ----------------------------------------------
 _context_cassettes: contextvars.ContextVar[tuple[Cassette, ...]] = contextvars.ContextVar("cassettes", default=())
 _routing_lock = threading.Lock()
 _open_cassettes: list[Cassette] = []
 _patches: contextlib.ExitStack | None = None
+_REAL_TRANSPORT_FOR_URL: dict[type, Callable[..., Any]] = {}
+
+
+def _install() -> contextlib.ExitStack:
+    patches = contextlib.ExitStack()
+    for client_class, routed in ((httpx2.Client, _routed_sync), (httpx2.AsyncClient, _routed_async)):
+        real = getattr(client_class, "_transport_for_url", None)
+        if real is None:  # an httpx2 whose clients choose transports elsewhere: say so rather than miss requests
+            raise CassetteError(f"httpx2 {httpx2.__version__} has no {client_class.__name__}._transport_for_url: "
+                                "loop-harness cannot route this httpx2's requests to a cassette")
+        _REAL_TRANSPORT_FOR_URL[client_class] = real
+        patches.enter_context(mock.patch.object(client_class, "_transport_for_url", routed(real)))
+    patches.enter_context(mock.patch.object(BaseClient, "_build_request", _checked_attempt(BaseClient._build_request)))
+    patches.enter_context(mock.patch.object(
+        BaseClient, "_calculate_retry_timeout", _zero_backoff(BaseClient._calculate_retry_timeout)))
+    patches.callback(_verdicts.clear)  # verdicts compare with the patched methods
+    return patches
 
 
 @contextlib.contextmanager
@@ -154,14 +387,7 @@ def routing(cassette: Cassette) -> Iterator[None]:
     global _patches
     with _routing_lock:
         if _patches is None:
-            patches = contextlib.ExitStack()
-            for transport, method, is_async in _PATCHED_TRANSPORTS:
-                real = getattr(transport, method)
-                patches.enter_context(mock.patch.object(transport, method,
-                                                        _async_handler(real) if is_async else _sync_handler(real)))
-            patches.enter_context(mock.patch.object(
-                BaseClient, "_calculate_retry_timeout", _zero_backoff(BaseClient._calculate_retry_timeout)))
-            _patches = patches
+            _patches = _install()
         _open_cassettes.append(cassette)
     _context_cassettes.set((*_context_cassettes.get(), cassette))
     try:
@@ -188,53 +414,5 @@ def _cassette_for_this_context() -> Cassette | None:
             return None
         paths = ", ".join(str(c.path) for c in _open_cassettes)
     raise AmbiguousCassette(f"a request from a thread or task that entered no cassette, while {len(_open_cassettes)} "
-                        f"are in use in this process ({paths}); enter use_cassette in the thread or task that sends "
-                        "it, so that it goes to the right one")
-
-
-def _sync_handler(real: Callable[..., httpx2.Response]) -> Callable[..., httpx2.Response]:
-    # Replay answers from the index first (one hash of the request's bytes); what it passes on goes to the
-    # network through vcrpy's own stub, which sends it, drains the response and hands us the exchange.
-    @functools.wraps(real)
-    def handle_request(transport: Any, request: httpx2.Request) -> httpx2.Response:
-        cassette = _cassette_for_this_context()
-        if cassette is None:
-            return real(transport, request)
-        raw_body = request.read()
-        replayed = cassette.answer(request, raw_body)
-        if replayed is not None:
-            return replayed
-        if cassette.spans is not None:
-            cassette.spans.sending()
-        try:
-            from vcr.stubs.httpx_stubs import vcr_handle_request  # recording only: vcrpy costs replay 0.35 s
-
-            return vcr_handle_request(_VcrCapture(cassette), real, httpx2)(transport, request)
-        except httpx2.TransportError as err:
-            cassette.record_failure(request, raw_body, err)
-            raise
-
-    return handle_request
-
-
-def _async_handler(real: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(real)
-    async def handle_async_request(transport: Any, request: httpx2.Request) -> httpx2.Response:
-        cassette = _cassette_for_this_context()
-        if cassette is None:
-            return await real(transport, request)
-        raw_body = await request.aread()
-        replayed = cassette.answer(request, raw_body)
-        if replayed is not None:
-            return replayed
-        if cassette.spans is not None:
-            cassette.spans.sending()
-        try:
-            from vcr.stubs.httpx_stubs import vcr_handle_async_request  # recording only (see above)
-
-            return await vcr_handle_async_request(_VcrCapture(cassette), real, httpx2)(transport, request)
-        except httpx2.TransportError as err:
-            cassette.record_failure(request, raw_body, err)
-            raise
-
-    return handle_async_request
+                            f"are in use in this process ({paths}); enter use_cassette in the thread or task that "
+                            "sends it, so that it goes to the right one")

@@ -56,6 +56,14 @@ class CheckSpec:
     # Checks a schema cannot express (a regex that does not compile): (JSON path under params, problem).
     validate_params: Callable[[Mapping[str, Any]], Iterable[tuple[str, str]]] | None = None
 
+    def golden_params_schema(self) -> dict[str, Any]:
+        """`params_schema` as a golden applies it: closed where the check declares its properties and says
+        nothing of others, so a misspelt parameter of any check, a new one included, is refused, not ignored."""
+        schema = dict(self.params_schema)
+        if "properties" in schema and "additionalProperties" not in schema and "patternProperties" not in schema:
+            schema["additionalProperties"] = False
+        return schema
+
 
 def ok(name: str, reason: str, *, step: int | None = None, **evidence: Any) -> CheckResult:
     return CheckResult(name=name, passed=True, reason=reason, step=step, evidence=evidence)

@@ -1,10 +1,16 @@
-"""Protocol checks: the tool_use / tool_result pairing the Messages API requires of every agent loop.
+"""Protocol checks: the tool call pairing the Messages API requires of every agent loop.
 
-Every tool_use id of an assistant turn is answered by exactly one tool_result in the next user turn,
-in the same order, before anything else in that turn; no tool_result answers nothing; `is_error`
-appears on tool_result blocks only. The conversation checked is the one the requests carried (the
-deltas of a run, concatenated), so hand-written history in the first request is checked too. A run
-that ends on tool_use with no further request is not a violation: nothing was sent to check.
+Client calls: every tool_use id of an assistant turn is answered by exactly one tool_result in the next
+user turn, in the same order, before anything else in that turn; no tool_result answers nothing. The
+conversation checked is the one the requests carried (the deltas of a run, concatenated), so
+hand-written history in the first request is checked too. A run that ends on tool_use with no further
+request is not a violation: nothing was sent to check.
+
+Server and MCP calls are answered inside the same assistant turn: every server_tool_use (web search,
+code execution...) and mcp_tool_use of a response by exactly one result block of that response (its
+`*_tool_result`, an `mcp_tool_result`), or, when the API paused the turn (`pause_turn`), of the
+continuation's response; no result block answers nothing. `is_error` appears on tool_result and
+mcp_tool_result blocks only (a server tool says it failed with an error object in its result).
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from harness.checks.base import CheckResult, CheckSpec, fail, ok, step_label
 from harness.trajectory import Run, Step, Trajectory
 
 NAME = "tool_ids_matched"
+# The blocks the API lets carry is_error: a client's tool_result and an MCP server's mcp_tool_result.
+_CARRY_IS_ERROR = ("tool_result", "mcp_tool_result")
 
 _Problem = tuple[int | None, str]
 
@@ -39,12 +47,12 @@ def _check_run(run: Run, tool_use_origin: dict[str, int]) -> tuple[list[_Problem
     for position, (origin, message) in enumerate(conversation):
         blocks = _blocks(message)
         for block in blocks:
-            if "is_error" in block and block.get("type") != "tool_result":
+            if "is_error" in block and block.get("type") not in _CARRY_IS_ERROR:
                 problems.append(
                     (
                         origin,
                         f"a {block.get('type')} block in a {message.get('role')} turn carries "
-                        "is_error, which belongs on tool_result blocks only",
+                        "is_error, which belongs on tool_result and mcp_tool_result blocks only",
                     )
                 )
         if message.get("role") == "user":
@@ -126,7 +134,7 @@ def _check_responses(steps: list[Step]) -> tuple[list[_Problem], dict[str, int]]
     origin: dict[str, int] = {}
     for step in steps:
         for block in step.blocks:
-            if "is_error" in block and block.get("type") != "tool_result":
+            if "is_error" in block and block.get("type") not in _CARRY_IS_ERROR:
                 problems.append((step.index, f"the response's {block.get('type')} block carries is_error"))
         ids = _tool_use_ids(step.blocks)
         if step.stop_reason == "tool_use" and not any(call for call in step.tool_calls if not call.server):
@@ -137,6 +145,41 @@ def _check_responses(steps: list[Step]) -> tuple[list[_Problem], dict[str, int]]
             else:
                 origin[tool_id] = step.index
     return problems, origin
+
+
+def _check_server_calls(run: Run) -> tuple[list[_Problem], int]:
+    """Each server and MCP call answered by one result block in its own turn (its response, or the
+    continuation of a paused turn); no result block that answers no call of the turn."""
+    problems: list[_Problem] = []
+    checked = 0
+    by_index = {step.index: step for step in run.steps}
+    for position, step in enumerate(run.steps):
+        calls = [call for call in step.tool_calls if call.server]
+        turn = {call.id for call in calls}
+        if step.continues is not None and step.continues in by_index:  # the turn began in the paused step
+            turn |= {call.id for call in by_index[step.continues].tool_calls if call.server}
+        answers = Counter(str(block.get("tool_use_id")) for block in step.blocks
+                          if str(block.get("type", "")).endswith("_tool_result") and "tool_use_id" in block)
+        for tool_id, count in answers.items():
+            if tool_id not in turn:
+                problems.append((step.index, f"the response's result block for {tool_id} answers no server or "
+                                 "MCP call of its turn"))
+            elif count > 1:
+                problems.append((step.index, f"{tool_id} is answered by {count} result blocks in one response"))
+        ended_paused = step.stop_reason == "pause_turn" and position == len(run.steps) - 1
+        for call in calls:
+            if call.result is not None:
+                checked += 1
+                expected = "mcp_tool_result" if call.kind == "mcp" else None
+                if expected and call.result.type != expected:
+                    problems.append((step.index, f"mcp_tool_use {call.id} is answered by a {call.result.type}, "
+                                     "not an mcp_tool_result"))
+            elif not ended_paused:  # a pause the run never continued: nothing more was sent to check
+                block = "mcp_tool_use" if call.kind == "mcp" else "server_tool_use"
+                where = " or its pause_turn continuation" if step.stop_reason == "pause_turn" else ""
+                problems.append((step.index, f"{block} {call.id} ({call.label}) has no result block in the same "
+                                 f"response{where}"))
+    return problems, checked
 
 
 def _check_echoes(run: Run) -> list[_Problem]:
@@ -171,12 +214,16 @@ def _check_echoes(run: Run) -> list[_Problem]:
 def tool_ids_matched(trajectory: Trajectory, params: Mapping[str, Any]) -> CheckResult:
     problems, origin = _check_responses(trajectory.steps)
     checked = 0
+    in_turn = 0
     unanswered: list[str] = []
     for run in trajectory.runs:
         run_problems, run_checked = _check_run(run, origin)
+        server_problems, server_checked = _check_server_calls(run)
         problems.extend(_check_echoes(run))
         problems.extend(run_problems)
+        problems.extend(server_problems)
         checked += run_checked
+        in_turn += server_checked
         if run.steps and run.failed_request is None:
             unanswered.extend(call.id for call in run.steps[-1].tool_calls if not call.server)
     if problems:
@@ -190,17 +237,20 @@ def tool_ids_matched(trajectory: Trajectory, params: Mapping[str, Any]) -> Check
             problems=[{"step": s, "problem": p} for s, p in problems],
         )
     note = f"; {len(unanswered)} tool_use at the end of a run never sent back" if unanswered else ""
+    server_note = f"; {in_turn} server and MCP call(s) answered in their own turn" if in_turn else ""
     if checked == 0:
         return ok(
             NAME,
-            f"no tool_use was sent back in any request, so there was nothing to pair{note}",
+            f"no tool_use was sent back in any request, so there was nothing to pair{server_note}{note}",
             tool_uses_checked=0,
+            server_calls_checked=in_turn,
             unanswered_at_end=unanswered,
         )
     return ok(
         NAME,
-        f"all {checked} tool_use ids sent back were answered in order by the next user turn{note}",
+        f"all {checked} tool_use ids sent back were answered in order by the next user turn{server_note}{note}",
         tool_uses_checked=checked,
+        server_calls_checked=in_turn,
         unanswered_at_end=unanswered,
     )
 
@@ -210,7 +260,8 @@ CHECKS = (
         name=NAME,
         function=tool_ids_matched,
         description="every tool_use id answered by exactly one tool_result at the start of the next user turn, "
-        "in order; no orphan, no duplicate; is_error only on tool_result blocks",
+        "in order; every server and MCP call by one result block in its own turn; no orphan, no duplicate; "
+        "is_error only on tool_result and mcp_tool_result blocks",
         params_schema={"type": "object", "additionalProperties": False, "properties": {}},
     ),
 )

@@ -3,7 +3,8 @@
 Self-correction means two things. The very next tool call is not the same call again (same tool,
 same canonical input): repeating a failed call blindly wastes a step and usually fails the same way.
 And the failure is resolved: a later call of that tool succeeds, or the model says plainly that it
-cannot do the task (one of `accept_phrases`). Server tools are left out: the API runs them.
+cannot do the task (one of `accept_phrases`). The agent's own tools and its MCP servers' tools are judged;
+server tools are left out: the API runs them, and their errors are not a wrong call.
 """
 
 from __future__ import annotations
@@ -44,7 +45,10 @@ def _said(texts: list[str], phrases: list[str]) -> str | None:
 
 def _check_failure(run: Run, calls: list[ToolCall], failed: ToolCall, phrases: list[str]) -> tuple[str, Any] | None:
     """A failure reason for one errored call, or None when the model recovered from it."""
-    later = [call for call in calls if call.step > failed.step]
+    # What the model did once it knew: a client tool's error reaches it in the next step; an MCP server's
+    # inside the same turn, so the calls after it in that response count too.
+    position = next(index for index, call in enumerate(calls) if call is failed)
+    later = [call for call in calls[position + 1 :] if failed.server or call.step > failed.step]
     if later and later[0].key == failed.key:
         again = later[0]
         return (
@@ -74,7 +78,9 @@ def self_correction(trajectory: Trajectory, params: Mapping[str, Any]) -> CheckR
     only = set(params.get("tools") or [])
     errors: list[dict[str, Any]] = []
     for run in trajectory.runs:
-        calls = [call for call in run.tool_calls if not call.server]
+        # The calls the model chose the inputs of and can correct: its own tools' and its MCP servers'. A
+        # server tool's error (max_uses_exceeded, a page it cannot fetch) is the API's, not a wrong call.
+        calls = [call for call in run.tool_calls if call.kind != "server"]
         for failed in calls:
             if not (failed.result and failed.result.is_error) or (only and failed.name not in only):
                 continue

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import Any
 
 import jsonschema
@@ -203,6 +204,11 @@ def request_parts(body: Mapping[str, Any]) -> dict[str, Any]:
 # --- the answer -------------------------------------------------------------------------------------------------
 
 
+@cache
+def _verdict_validator() -> jsonschema.protocols.Validator:
+    return jsonschema.Draft202012Validator(VERDICT_SCHEMA)
+
+
 class VerdictError(ValueError):
     """The judge's answer is not the verdict shape."""
 
@@ -228,7 +234,7 @@ def parse_verdict(message: Mapping[str, Any]) -> dict[str, Any]:
     """The verdict in a judge's Message (a dict): its text, as structured outputs return it or as plain JSON."""
     text = "".join(str(block.get("text", "")) for block in message.get("content") or [] if block.get("type") == "text")
     verdict = _json_in(text)
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(VERDICT_SCHEMA).iter_errors(verdict))
+    error = jsonschema.exceptions.best_match(_verdict_validator().iter_errors(verdict))
     if error is not None:
         where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
         raise VerdictError(f"the judge's answer is not the verdict shape at {where}: {error.message}")
@@ -237,15 +243,30 @@ def parse_verdict(message: Mapping[str, Any]) -> dict[str, Any]:
     return verdict
 
 
-def judged(verdict: Mapping[str, Any], params: Mapping[str, Any], *, judge: str) -> CheckResult:
+def run_text(request: Mapping[str, Any]) -> str:
+    """The rendered run a judge request shows (what its reasons must quote)."""
+    parts = request_parts(request)
+    return str(parts["run"] or "")
+
+
+def judged(
+    verdict: Mapping[str, Any], params: Mapping[str, Any], *, judge: str, shown: str | None = None
+) -> CheckResult:
     """The check's result from a parsed verdict: the judge's reasons, each naming its step. `judge` says who
-    judged ("claude-sonnet-4-6", "sim-judge (simulator)")."""
+    judged ("claude-sonnet-4-6, simulator"); with `shown` (the run the judge read), a quote that is not in it is
+    marked, so a reason the judge made up reads as such."""
     threshold = params.get("threshold")
     score = float(verdict["score"])
     passed = score >= float(threshold) if threshold is not None else verdict["verdict"] == "pass"
-    reasons = list(verdict["reasons"])
+    reasons = [dict(r) for r in verdict["reasons"]]
+    if shown is not None:
+        flat = " ".join(shown.split())  # whitespace aside: a judge may fold a quote's line breaks
+        for r in reasons:
+            r["quote_found"] = " ".join(r["quote"].split()) in flat
     said = "; ".join(
-        (f"step {r['step']}: " if r["step"] else "") + f"“{r['quote']}” {r['explanation']}".strip() for r in reasons
+        (f"step {r['step']}: " if r["step"] else "")
+        + f"“{r['quote']}”{'' if r.get('quote_found', True) else ' (not found in the run)'} {r['explanation']}".strip()
+        for r in reasons
     )
     graded = f" (score {score:.2f}{f', threshold {float(threshold):g}' if threshold is not None else ''})"
     reason = f"the judge ({judge}) says {verdict['verdict']}{graded}" + (f": {said}" if said else "")

@@ -173,9 +173,8 @@ def _unordered(
     mode: str,
     last_step: int | None,
     evidence: dict[str, Any],
+    matched: Mapping[int, int],
 ) -> CheckResult | None:
-    adjacency = [[j for j, call in enumerate(calls) if not rules.mismatches(want, call)] for want in expected]
-    matched = maximum_matching(adjacency, len(calls))
     used = set(matched.values())
     evidence["matching"] = [{"expected": i, "call": j, "step": calls[j].step} for i, j in sorted(matched.items())]
     if mode in ("unordered", "superset"):
@@ -228,7 +227,10 @@ def _unordered(
 
 
 def _in_order(
-    expected: list[Mapping[str, Any]], calls: list[ToolCall], rules: _Rules, last_step: int | None,
+    expected: list[Mapping[str, Any]],
+    calls: list[ToolCall],
+    rules: _Rules,
+    last_step: int | None,
     evidence: dict[str, Any],
 ) -> CheckResult | None:
     """Each expected call at the first matching call after the one before it (the earliest fit is optimal for a
@@ -251,7 +253,10 @@ def _in_order(
                 NAME,
                 f"step {nearest.step}: expected call {index + 1}, {_describe(want)}, is not matched{after}; nearest "
                 f"is {_describe_call(nearest)}: {problems[0]}",
-                step=nearest.step, unmatched_expected=dict(want), nearest=nearest.to_dict(), problems=problems,
+                step=nearest.step,
+                unmatched_expected=dict(want),
+                nearest=nearest.to_dict(),
+                problems=problems,
                 **evidence,
             )
         earlier = [c for c in calls[:position] if not rules.mismatches(want, c)]
@@ -260,12 +265,16 @@ def _in_order(
                 NAME,
                 f"step {earlier[0].step}: expected call {index + 1}, {_describe(want)}, comes too early: it was made "
                 f"at step {earlier[0].step}, expected{after}",
-                step=earlier[0].step, unmatched_expected=dict(want), **evidence,
+                step=earlier[0].step,
+                unmatched_expected=dict(want),
+                **evidence,
             )
         return fail(
             NAME,
             f"step {last_step}: the run ended without calling {_describe(want)} (expected call {index + 1}{after})",
-            step=last_step, unmatched_expected=dict(want), **evidence,
+            step=last_step,
+            unmatched_expected=dict(want),
+            **evidence,
         )
     evidence["matching"] = matching
     return None
@@ -291,11 +300,10 @@ def _ordered_matches(expected: list[Mapping[str, Any]], calls: list[ToolCall], r
     return pairs
 
 
-def _pairs(mode: str, expected: list[Mapping[str, Any]], calls: list[ToolCall], rules: _Rules) -> list[tuple[int, int]]:
-    if mode in ("strict", "in_order"):
-        return _ordered_matches(expected, calls, rules)
+def _bipartite(expected: list[Mapping[str, Any]], calls: list[ToolCall], rules: _Rules) -> dict[int, int]:
+    """The unordered modes' maximum matching {expected: call}: what they judge by, and what they score."""
     adjacency = [[j for j, call in enumerate(calls) if not rules.mismatches(want, call)] for want in expected]
-    return sorted(maximum_matching(adjacency, len(calls)).items())
+    return maximum_matching(adjacency, len(calls))
 
 
 def call_score(matched: int, expected: int, made: int) -> dict[str, Any]:
@@ -303,8 +311,14 @@ def call_score(matched: int, expected: int, made: int) -> dict[str, Any]:
     precision = matched / made if made else 1.0
     recall = matched / expected if expected else 1.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"precision": round(precision, 6), "recall": round(recall, 6), "f1": round(f1, 6), "matched": matched,
-            "expected": expected, "calls": made}
+    return {
+        "precision": round(precision, 6),
+        "recall": round(recall, 6),
+        "f1": round(f1, 6),
+        "matched": matched,
+        "expected": expected,
+        "calls": made,
+    }
 
 
 def _turn_failure(
@@ -324,7 +338,9 @@ def _turn_failure(
                 NAME,
                 f"step {made[1]}: the calls of turn {label!r} ({names}) were expected in one assistant turn "
                 f"(parallel), made in steps {', '.join(map(str, made))}",
-                step=made[1], turn=label, steps=made,
+                step=made[1],
+                turn=label,
+                steps=made,
             )
     order = sorted(steps.items(), key=lambda item: min(i for i, _ in item[1]))
     for (first, a), (second, b) in itertools.pairwise(order):
@@ -335,7 +351,9 @@ def _turn_failure(
                 NAME,
                 f"step {step_b}: turn {second!r} ({_describe_call(b[0][1])}) was expected in a later turn than "
                 f"turn {first!r} (step {step_a}, sequential), but came {how}",
-                step=step_b, turns=[first, second], steps=[step_a, step_b],
+                step=step_b,
+                turns=[first, second],
+                steps=[step_a, step_b],
             )
     return None
 
@@ -349,13 +367,17 @@ def trajectory_match(trajectory: Trajectory, params: Mapping[str, Any]) -> Check
     rules = _Rules(params)
     last_step = trajectory.steps[-1].index if trajectory.steps else None
     evidence: dict[str, Any] = {}
-    if mode == "strict":
-        failure = _strict(expected, calls, rules, last_step)
-    elif mode == "in_order":
-        failure = _in_order(expected, calls, rules, last_step, evidence)
+    if mode in ("strict", "in_order"):
+        failure = (
+            _strict(expected, calls, rules, last_step)
+            if mode == "strict"
+            else _in_order(expected, calls, rules, last_step, evidence)
+        )
+        pairs = _ordered_matches(expected, calls, rules)
     else:
-        failure = _unordered(expected, calls, rules, mode, last_step, evidence)
-    pairs = _pairs(mode, expected, calls, rules)
+        matched = _bipartite(expected, calls, rules)
+        failure = _unordered(expected, calls, rules, mode, last_step, evidence, matched)
+        pairs = sorted(matched.items())
     score = call_score(len(pairs), len(expected), len(calls))
     if failure is None:
         failure = _turn_failure(expected, calls, pairs)
@@ -365,11 +387,18 @@ def trajectory_match(trajectory: Trajectory, params: Mapping[str, Any]) -> Check
         reached = score["f1"] >= float(threshold)
         verdict = f"{graded} {'reaches' if reached else 'is below'} the threshold {float(threshold):g}"
         if failure is None:
-            return ok(NAME, f"{verdict}; the calls match ({mode})", step=None, score=score,
-                      calls=[_describe_call(call) for call in calls], **evidence).graded(score["f1"])
+            return ok(
+                NAME,
+                f"{verdict}; the calls match ({mode})",
+                step=None,
+                score=score,
+                calls=[_describe_call(call) for call in calls],
+                **evidence,
+            ).graded(score["f1"])
         result = failure if not reached else ok(NAME, "", step=failure.step, **failure.evidence)
-        return replace(result, reason=f"{verdict}; {failure.reason}",
-                       evidence={**failure.evidence, "score": score}).graded(score["f1"])
+        return replace(
+            result, reason=f"{verdict}; {failure.reason}", evidence={**failure.evidence, "score": score}
+        ).graded(score["f1"])
     if failure is not None:
         return replace(failure, evidence={**failure.evidence, "score": score}).graded(score["f1"])
     return ok(

@@ -1,5 +1,11 @@
 """`harness bless CASSETTE [--golden F] [--yes]`: write or update a golden fixture from a recorded run.
 
+A blessed golden holds: every check bless proposes is run on the run it blesses (the runs the golden's `run`
+selects), and one that fails there is left out and named with the check's own reason (a tool error never
+corrected: no `self_correction` with `require_error`; a run that ended in an API error after an unanswered
+tool_use: no `tool_ids_matched`), so `harness eval` passes on the cassette just blessed. Checks the golden
+already held are kept as they were; those this run fails are named.
+
 What a run shows becomes what later runs must keep: the protocol (tool_ids_matched), the ending
 (outcome), the tool-call sequence (trajectory_match, unordered, exact arguments), the final text's
 Markdown sections (final_answer), budgets with headroom (steps, tokens by kind, cost), no repeated-call
@@ -17,8 +23,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +35,20 @@ from rich.console import Console
 from rich.markup import escape
 from rich.syntax import Syntax
 
+from harness import commands
 from harness.cassette.format import atomic_write_text
 from harness.checks.answer import headings
+from harness.checks.base import CheckResult
+from harness.checks.registry import CHECKS, run_check
 from harness.errors import GoldenError, HarnessError, absolute
 from harness.evals.golden import read_json, relative_to_root, validate_golden
 from harness.project import Project, load_project
 from harness.trajectory import Trajectory, load_trajectory
 
-__all__ = ["add_arguments", "default_golden_path", "merge_golden", "propose_checks", "run"]
+__all__ = [
+    "Blessing", "LeftOut", "add_arguments", "bless_golden", "default_golden_path", "merge_golden", "propose_checks",
+    "run",
+]
 
 DEFAULT_HEADROOM = 1.5
 
@@ -152,16 +166,21 @@ def propose_checks(
     return proposals
 
 
-def merge_golden(
+def _entry_for(checks: list[dict[str, Any]], check: str) -> dict[str, Any] | None:
+    return next((item for item in checks if item.get("id", item.get("check")) == check and item.get("check") == check),
+                None)
+
+
+def _merged(
     existing: Mapping[str, Any] | None,
     trajectory: Trajectory,
     *,
     name: str,
     cassette_label: str,
-    headroom: float = DEFAULT_HEADROOM,
-    schema_ref: str | None = None,
-) -> dict[str, Any]:
-    """The golden after blessing `trajectory`: `existing` with the run-derived values replaced."""
+    headroom: float,
+    schema_ref: str | None,
+) -> tuple[dict[str, Any], list[int]]:
+    """`existing` with the run-derived values replaced, and the ids of the checks this merge added."""
     if existing:
         golden: dict[str, Any] = json.loads(json.dumps(existing))
     else:
@@ -171,13 +190,13 @@ def merge_golden(
     if cassette_label not in cassettes:
         cassettes.append(cassette_label)
     checks: list[dict[str, Any]] = golden.setdefault("checks", [])
+    added: list[int] = []
     for check, derived, defaults in propose_checks(trajectory, headroom=headroom):
-        entry = next(
-            (item for item in checks if item.get("id", item.get("check")) == check and item.get("check") == check), None
-        )
+        entry = _entry_for(checks, check)
         if entry is None:
             entry = {"check": check}
             checks.append(entry)
+            added.append(id(entry))
         params = dict(entry.get("params") or {})
         if check == "outcome":  # one of stop_reason / error: the run decides which
             params.pop("stop_reason", None)
@@ -189,7 +208,85 @@ def merge_golden(
             entry["params"] = params
         else:
             entry.pop("params", None)
-    return golden
+    return golden, added
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A check bless would have proposed, left out because it fails on the run blessed: the check's own reason."""
+
+    check: str
+    params: dict[str, Any]
+    reason: str
+    step: int | None = None
+
+    def describe(self) -> str:
+        shown = json.dumps(self.params, ensure_ascii=False) if self.params else ""
+        shown = f" {shown}" if shown and len(shown) <= 60 else ""
+        return f"left out {self.check}{shown}: it fails on this run ({self.reason})"
+
+
+@dataclass(frozen=True)
+class Blessing:
+    """The golden a run blesses: only proposals that pass on it; what was left out and why; and the checks the
+    golden already held (a person's, or an earlier blessing's) that this run fails, kept as they were."""
+
+    golden: dict[str, Any]
+    left_out: list[LeftOut] = field(default_factory=list)
+    failing_kept: list[CheckResult] = field(default_factory=list)
+
+
+def bless_golden(
+    existing: Mapping[str, Any] | None,
+    trajectory: Trajectory,
+    *,
+    name: str,
+    cassette_label: str,
+    headroom: float = DEFAULT_HEADROOM,
+    schema_ref: str | None = None,
+) -> Blessing:
+    """The golden after blessing `trajectory`, each proposed check run on the runs the golden selects (`run`):
+    a proposal that fails there is left out, and named with the check's reason, so that `harness eval` of the
+    blessed cassette passes at once."""
+    which = (existing or {}).get("run", "all")
+    try:
+        seen = trajectory.select_runs(which)
+    except ValueError as err:
+        raise GoldenError(str(err), where="$.run") from None
+    golden, added = _merged(existing, seen, name=name,
+                            cassette_label=cassette_label, headroom=headroom, schema_ref=schema_ref)
+    left_out: list[LeftOut] = []
+    failing: list[CheckResult] = []
+    kept = []
+    for entry in golden["checks"]:
+        check = entry.get("check")
+        if check not in CHECKS:  # validate_golden names it
+            kept.append(entry)
+            continue
+        result = run_check(check, seen, entry.get("params") or {}, label=entry.get("id", check))
+        if result.passed:
+            kept.append(entry)
+        elif id(entry) in added:
+            left_out.append(LeftOut(check, dict(entry.get("params") or {}), result.reason, result.step))
+        else:
+            kept.append(entry)
+            failing.append(result)
+    golden["checks"] = kept
+    return Blessing(golden, left_out, failing)
+
+
+def merge_golden(
+    existing: Mapping[str, Any] | None,
+    trajectory: Trajectory,
+    *,
+    name: str,
+    cassette_label: str,
+    headroom: float = DEFAULT_HEADROOM,
+    schema_ref: str | None = None,
+) -> dict[str, Any]:
+    """The golden after blessing `trajectory` (see `bless_golden`, which says what it left out)."""
+    return bless_golden(existing, trajectory, name=name, cassette_label=cassette_label, headroom=headroom,
+                        schema_ref=schema_ref).golden
 
 
 # --- where it goes -------------------------------------------------------------------------------------------
@@ -206,10 +303,14 @@ def default_golden_path(cassette: Path, project: Project) -> Path:
 
 
 def _golden_name(path: Path, project: Project) -> str:
+    """The golden's path under the golden folder (else its stem), in the characters a golden name allows:
+    a parametrized test's cassette (`test_x[anthropic].yaml`) gives `test_x-anthropic`."""
     try:
-        return path.resolve().relative_to(project.golden.resolve()).with_suffix("").as_posix()
+        name = path.resolve().relative_to(project.golden.resolve()).with_suffix("").as_posix()
     except ValueError:
-        return path.stem
+        name = path.stem
+    name = re.sub(r"[^A-Za-z0-9._/-]+", "-", name).rstrip("-")
+    return re.sub(r"^[^A-Za-z0-9]+", "", name) or "golden"
 
 
 def _existing_ancestor(path: Path) -> Path:
@@ -220,17 +321,21 @@ def _existing_ancestor(path: Path) -> Path:
 
 
 def _confirm(console: Console, path: Path, assume_yes: bool) -> bool | None:
-    """True to write, False when declined, None when there is no terminal to ask on."""
+    """True to write, False when declined (or the input ends: Ctrl-D), None when there is no terminal to ask on."""
     if assume_yes:
         return True
     if not sys.stdin.isatty():
         return None
-    answer = console.input(f"Write {escape(str(path))}? [y/N] ")
+    try:  # the prompt is markup: its [y/N] escaped, or rich would take it for a style and drop it
+        answer = console.input(f"Write {escape(str(path))}? {escape('[y/N]')} ")
+    except EOFError:
+        console.print()
+        return False
     return answer.strip().lower() in ("y", "yes")
 
 
 def run(args: argparse.Namespace) -> int:
-    console = Console()
+    console = commands.console()
     cassette = Path(args.cassette)
     if args.headroom < 1:
         raise HarnessError(f"--headroom must be at least 1, got {args.headroom}")
@@ -249,15 +354,24 @@ def run(args: argparse.Namespace) -> int:
             raise GoldenError("a golden file must hold a JSON object", file=golden_path, where="$")
     schema = project.golden / "schema.json"
     schema_ref = relative_to_root(schema, golden_path.parent) if schema.exists() else None
-    proposed = merge_golden(
-        existing,
-        trajectory,
-        name=_golden_name(golden_path, project),
-        cassette_label=relative_to_root(cassette, root),
-        headroom=args.headroom,
-        schema_ref=schema_ref,
-    )
+    try:
+        blessing = bless_golden(
+            existing,
+            trajectory,
+            name=_golden_name(golden_path, project),
+            cassette_label=relative_to_root(cassette, root),
+            headroom=args.headroom,
+            schema_ref=schema_ref,
+        )
+    except GoldenError as err:
+        raise GoldenError(err.reason, file=golden_path, where=err.where) from None
+    proposed = blessing.golden
     validate_golden(proposed, file=golden_path)
+    for left in blessing.left_out:
+        console.print(escape(left.describe()), soft_wrap=True, highlight=False)
+    for result in blessing.failing_kept:
+        console.print(f"[yellow]kept, but fails on this run:[/] {escape(result.name)}: {escape(result.reason)}",
+                      soft_wrap=True, highlight=False)
     text = json.dumps(proposed, indent=2, ensure_ascii=False) + "\n"
     if existing is None:
         console.print(f"[bold]new golden[/] {escape(str(golden_path))}:")
@@ -274,7 +388,7 @@ def run(args: argparse.Namespace) -> int:
         console.print("[red]not written:[/] no terminal to confirm on; pass --yes to write")
         return 2
     if not decision:
-        console.print("not written")
+        console.print(f"not blessed: {escape(str(golden_path))} left as it was")
         return 1
     atomic_write_text(golden_path, text)
     console.print(f"wrote {escape(str(golden_path))}")

@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from harness.chaos import FAULTS, run_chaos
+from harness.chaos import FAULTS, outcome_word, run_chaos
 from harness.errors import HarnessError
 from harness.report._text import counted
 
@@ -44,18 +44,19 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(outcome.to_dict(), indent=2))
         return 0
-    result, recorded = outcome.result, outcome.recorded
+    result, recorded = outcome.result, outcome.recorded  # each run read from its own exchanges
     fired = "; ".join(fault.describe() for fault in outcome.fired) or "nothing (the fault never struck)"
+    ending = result.outcome.describe() if result.outcome is not None else "no Messages API call"
     print(f"harness chaos: {outcome.scenario} from {outcome.cassette}: {fired}")
-    print(f"recorded:   {recorded.outcome.value} after {counted(recorded.steps, 'step')}, "
+    print(f"recorded:   {outcome_word(recorded)} after {counted(len(recorded.steps), 'step')}, "
           f"{counted(outcome.recorded_requests, 'request')}")
-    print(f"with fault: {result.outcome.value} after {counted(result.steps, 'step')}, "
-          f"{counted(outcome.requests, 'request')}: {result.reason}")
+    print(f"with fault: {outcome_word(result)} after {counted(len(result.steps), 'step')}, "
+          f"{counted(outcome.requests, 'request')}: {ending}")
     retried = "the SDK retried the faulted request" if outcome.retried else "the faulted request was not retried"
     if outcome.same_as_recorded:
         print(f"{retried}; the run ended as recorded")
     else:
-        print(f"{retried}; the run ended differently: outcome {result.outcome.value}, with the "
-              f"{counted(result.steps, 'step')} and {counted(len(result.tool_calls), 'tool call')} done before "
+        print(f"{retried}; the run ended differently: outcome {outcome_word(result)}, with the "
+              f"{counted(len(result.steps), 'step')} and {counted(len(result.tool_calls), 'tool call')} done before "
               "it ended")
     return 0

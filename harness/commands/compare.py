@@ -24,6 +24,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from harness import commands
 from harness.commands import add_golden_dir_argument, add_suite_argument
 from harness.errors import HarnessError, absolute
 from harness.evals.results import read_results
@@ -51,6 +52,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_K,
         help=f"the k of pass@k and pass^k in reports (default {DEFAULT_K}; at most the trials)",
     )
+    parser.add_argument(
+        "--judge",
+        choices=("replay", "record", "rewrite"),
+        default="replay",
+        help="for suites and cassette folders: judged checks (rubric) replay their judge cassettes (default), record "
+        "the judgements missing for the candidate, or rewrite them (as `harness eval --judge`)",
+    )
+    parser.add_argument(
+        "--gate",
+        choices=("flip", "significant"),
+        default="flip",
+        help="what exits 1: any check flipping to fail (default), or only a flip that is more than noise over the "
+        "trials (Fisher's exact test, p < 0.05; with one trial a side no flip is)",
+    )
     add_report_arguments(parser)
 
 
@@ -77,25 +92,35 @@ def _sides(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
     if kinds[0] == "results":
         return read_results(baseline), read_results(candidate)
     from harness.evals.cassette_sets import anchor_folder, results_for_folder, results_for_suite_file, suites_for
+    from harness.evals.judge import Judge
 
+    judge = Judge(args.judge)
     if kinds[0] == "suite":
         return (
-            results_for_suite_file(baseline, golden_dir=args.golden),
-            results_for_suite_file(candidate, golden_dir=args.golden),
+            results_for_suite_file(baseline, golden_dir=args.golden, judge=judge),
+            results_for_suite_file(candidate, golden_dir=args.golden, judge=judge),
         )
     suites = suites_for(args.suite, args.golden)
     golden_dir = Path(args.golden).resolve() if args.golden else None
     base = anchor_folder(suites, baseline, candidate)
     return (
-        results_for_folder(baseline, base=base, suites=suites, golden_dir=golden_dir),
-        results_for_folder(candidate, base=base, suites=suites, golden_dir=golden_dir),
+        results_for_folder(baseline, base=base, suites=suites, golden_dir=golden_dir, judge=judge),
+        results_for_folder(candidate, base=base, suites=suites, golden_dir=golden_dir, judge=judge),
     )
 
 
 def _print(comparison: Mapping[str, Any], console: Console) -> None:
     """One line per case (status, the two sides, where the runs part, deltas), then every flip to fail with its
     reason, then the summary. Plain lines, not a table: a CI log at 80 columns folds a table's cells."""
-    from harness.report._text import counted, divergence_short, side_text, signed, summary_cost_delta
+    from harness.report._text import (
+        counted,
+        delta_with_interval,
+        divergence_short,
+        side_text,
+        signed,
+        summary_cost_delta,
+        trial_rates,
+    )
 
     k = int(comparison["k"])
     style = {
@@ -111,9 +136,12 @@ def _print(comparison: Mapping[str, Any], console: Console) -> None:
         divergence = divergence_short(case["divergence"])
         if divergence != "–":
             parts.append(f"diverges at {divergence}")
-        parts.append(f"Δ tokens {signed((case['usage_delta'] or {}).get('total'))}")
-        parts.append(f"Δ cost {signed(case['cost_delta'], money=True)}")
+        parts.append(delta_with_interval(case, "tokens"))
+        parts.append(delta_with_interval(case, "cost"))
         status = f"[{style[case['status']]}]{case['status']:9}[/]"
+        stats = trial_rates(case)
+        if stats:
+            parts.append(stats)
         console.print(f"{status} {escape(case['id'])}: {escape(' · '.join(parts))}", soft_wrap=True)
         for check in case["checks"]:
             if check["flip"] == "to_pass":
@@ -125,6 +153,21 @@ def _print(comparison: Mapping[str, Any], console: Console) -> None:
                 flip = f"{escape(case['id'])} {escape(check['id'])}: {escape(after['reason'])}"
                 console.print(f"[bold red]FLIP[/] {flip}", soft_wrap=True)
     summary = comparison["summary"]
+    if summary.get("needs_rejudging"):
+        console.print(
+            f"[yellow]needs re-judging[/] (left out of the flips; `--judge record` asks the judge): "
+            f"{escape(', '.join(summary['needs_rejudging']))}",
+            soft_wrap=True,
+        )
+    if summary.get("flaky"):
+        console.print(f"flaky (trials both pass and fail): {escape(', '.join(summary['flaky']))}", soft_wrap=True)
+    if summary.get("regressed_within_noise"):
+        gate = "do not fail" if comparison.get("gate") == "significant" else "fail (--gate significant: they would not)"
+        console.print(
+            f"{counted(summary['regressed_within_noise'], 'regression')} within noise (Fisher p ≥ {summary['alpha']}): "
+            f"they {gate}",
+            soft_wrap=True,
+        )
     for side in ("baseline", "candidate"):
         missing = summary[f"only_in_{side}"]
         if missing:
@@ -152,8 +195,9 @@ def run(args: argparse.Namespace) -> int:
         baseline_label=args.baseline,
         candidate_label=args.candidate,
         k=args.k,
+        gate=args.gate,
     )
-    console = Console(highlight=False)
+    console = commands.console(highlight=False)
     _print(comparison, console)
     for path in write_comparison_reports(
         comparison, json_path=args.json_path, markdown=args.markdown, junit=args.junit, html=args.html

@@ -31,6 +31,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from harness import commands
 from harness.commands import add_failures_only_argument, add_golden_dir_argument
 from harness.errors import HarnessError
 from harness.evals.judge import JUDGE_MODES, Judge
@@ -94,7 +95,7 @@ def _case_lines(case: Mapping[str, Any], *, failures_only: bool) -> list[str]:
     lines = [f"  [{style}]{word:5}[/] {escape(case['id'])}{tally}"]
     if case["status"] == "error":
         error = case["error"] or {}
-        where = f"{error.get('where')}: " if error.get("where") else ""
+        where = "".join(f"{part}: " for part in (error.get("file"), error.get("where")) if part)
         lines.append(f"        {escape(where + str(error.get('reason', '')))}")
     rejudge = set(case.get("needs_rejudging") or ())
     if rejudge and case["status"] == "passed":
@@ -140,7 +141,7 @@ def print_summary(results: Mapping[str, Any], console: Console) -> None:
 @contextlib.contextmanager
 def _progress(console: Console, total: int) -> Iterator[Callable[[str], None]]:
     """A bar on a terminal (transient: gone when the run ends); nothing in a CI log or a pipe."""
-    if total < PROGRESS_FROM or not console.is_terminal:
+    if total < PROGRESS_FROM or not commands.on_a_terminal(console):
         yield lambda case_id: None
         return
     columns = (
@@ -174,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
         raise HarnessError(f"nothing to evaluate: {skipped}" if skipped else "the suites hold no cases")
     suites, shard = _shard_of(ran, args.shard)
     total = sum(len(suite.cases) for suite in suites)
-    console = Console(highlight=False)
+    console = commands.console(highlight=False)
     if shard is not None:
         console.print(
             f"[bold]shard {shard['index']}/{shard['total']}[/]: {total:,} of the run's "

@@ -1,4 +1,5 @@
-"""`harness import SRC... --out DIR`: foreign cassettes (vcrpy YAML, pydantic-ai, HAR, langchain .yaml.gz) to ours.
+"""`harness import SRC... --out DIR`: foreign cassettes to ours: vcrpy (YAML, JSON, aiohttp's istr keys),
+pydantic-ai, HAR, langchain .yaml.gz, one-exchange JSON, Ruby's VCR, R's vcr, go-vcr v4 and Go's httprr.
 
 One line per file, as it is written: "imported <src> -> <dst> (N interactions, M streamed)", with how
 many interactions with other hosts were left out, or on stderr "failed <src>: <where>: <reason>". A bad

@@ -12,8 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.console import Console
-
+from harness import commands
 from harness.commands import add_failures_only_argument
 from harness.commands.eval import print_cases, print_summary, write_views
 from harness.evals.merge import merge_results
@@ -31,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     shards = [(Path(path), read_results(path)) for path in args.results]
     merged = merge_results(shards)
-    console = Console(highlight=False)
+    console = commands.console(highlight=False)
     console.print(f"merged {counted(len(shards), 'shard')}: {', '.join(args.results)}", soft_wrap=True)
     print_cases(merged, console, failures_only=args.failures_only)
     print_summary(merged, console)

@@ -1,9 +1,14 @@
 """`harness record [NAME...]`: record the project's scenarios; `harness record --demo`: the bundled demo.
 
 The project's scenarios are `module:function` entries in `[tool.loop-harness.scenarios]` of its
-pyproject.toml; each is called with an `anthropic.Anthropic` client built from the environment (a key, or
-ANTHROPIC_BASE_URL pointing at `harness sim`) and recorded afresh to `<cassettes>/<name>.yaml`. The
-cassette says what answered it (`source: simulator` or `live`).
+pyproject.toml, any shape of agent: sync or `async def`, given a client built from the environment
+(`anthropic.Anthropic`, or `AsyncAnthropic` for an async one) when it takes one, or building its own;
+returning a RunResult, a Message, a string, anything or nothing. Each is recorded afresh to
+`<cassettes>/<name>.yaml`, and what the command reports of it (steps, how it ended) is read from the
+exchanges it made, never from what it returned. The environment gives a key, or ANTHROPIC_BASE_URL
+pointing at `harness sim` (any loopback URL: then no key is needed, for the clients the agent builds
+itself too). The cassette says what answered it (`source: simulator` or `live`). Every scenario that can
+be recorded is; those that could not are summed up at the end, and the command exits 1.
 
 `--demo` re-records the bundled reference-agent cassettes against an in-process simulator (rehearsals,
 not recordings of Claude), into the demo's own cassettes/ folder of a checkout, or `--cassettes DIR`:
@@ -38,13 +43,17 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError, absolute
 from harness.evals.trial_files import trial_path
 from harness.pacing import Pacer
 from harness.project import ProjectScenario, load_project
 from harness.report._text import counted
+
+if TYPE_CHECKING:
+    from harness.cassette.format import CassetteFile
+    from harness.trajectory import Trajectory
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -131,8 +140,8 @@ def _run_project(args: argparse.Namespace) -> int:
         path = folder / item.cassette_path.relative_to(project.cassettes)
         paths = [path] if args.trials is None else [trial_path(path, k) for k in range(1, args.trials + 1)]
         for target in paths:
-            jobs.append(RecordJob(target, lambda item=item, target=target: _describe(
-                record_project_scenario(item, target, pacer=pacer, **options), target)))
+            jobs.append(RecordJob(target, lambda item=item, target=target: record_project_scenario(
+                item, target, pacer=pacer, **options).describe(), item.name))
     status = run_jobs(jobs, args.concurrency)
     stats = pacer.stats
     if len(jobs) > 1 and (stats.waited_seconds >= 0.05 or stats.rate_limited):
@@ -148,69 +157,118 @@ class RecordJob:
 
     path: Path
     record: Callable[[], str]
+    name: str = ""  # the scenario's, for the summary of what could not be recorded
 
 
 def run_jobs(jobs: Sequence[RecordJob], concurrency: int) -> int:
-    """Record every job, `concurrency` at a time; a failed one is reported and the others go on (exit 1)."""
-    if concurrency == 1:  # one at a time, as before: a failure stops the run with its own error
-        for job in jobs:
-            print(f"recorded {job.path}: {job.record()}", flush=True)
-        return 0
+    """Record every job, `concurrency` at a time. A job that fails is reported as it fails and the others go on;
+    the run ends with a summary of those that could not be recorded, and exit 1."""
     started = time.monotonic()
     printing = threading.Lock()
-    failed = 0
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="harness-record") as pool:
-        futures = {pool.submit(job.record): job for job in jobs}
-        for future in as_completed(futures):
-            job = futures[future]
+    failures: list[tuple[RecordJob, Exception]] = []
+
+    def report(job: RecordJob, line: str | None, error: Exception | None) -> None:
+        with printing:
+            if error is None:
+                print(f"recorded {job.path}: {line}", flush=True)
+            else:
+                failures.append((job, error))
+                print(f"harness record: {absolute(job.path)}: not recorded: {_reason(error)}", file=sys.stderr,
+                      flush=True)
+
+    if concurrency == 1:
+        for job in jobs:
             try:
-                line, error = f"recorded {job.path}: {future.result()}", None
-            except Exception as err:  # one trial's failure is data: the others still get recorded
-                line, error = None, f"harness record: {absolute(job.path)}: not recorded: {type(err).__name__}: {err}"
-                failed += 1
-            with printing:
-                print(line or error, file=sys.stdout if line else sys.stderr, flush=True)
-    elapsed = time.monotonic() - started
-    done = len(jobs) - failed
-    print(f"recorded {done} of {counted(len(jobs), 'cassette')} in {elapsed:.1f} s, {concurrency} at a time "
-          f"({done * 60 / elapsed if elapsed > 0 else 0:.1f} a minute)")
-    return 1 if failed else 0
+                line = job.record()
+            except Exception as err:  # one scenario's failure is data: the others still get recorded
+                report(job, None, err)
+            else:
+                report(job, line, None)
+    else:
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="harness-record") as pool:
+            futures = {pool.submit(job.record): job for job in jobs}
+            for future in as_completed(futures):
+                try:
+                    line = future.result()
+                except Exception as err:
+                    report(futures[future], None, err)
+                else:
+                    report(futures[future], line, None)
+        elapsed = time.monotonic() - started
+        done = len(jobs) - len(failures)
+        print(f"recorded {done} of {counted(len(jobs), 'cassette')} in {elapsed:.1f} s, {concurrency} at a time "
+              f"({done * 60 / elapsed if elapsed > 0 else 0:.1f} a minute)")
+    if not failures:
+        return 0
+    print(f"harness record: {len(failures)} of {counted(len(jobs), 'cassette')} not recorded:", file=sys.stderr)
+    for job, error in sorted(failures, key=lambda failure: str(failure[0].path)):
+        print(f"  {job.name or job.path.stem}: {_reason(error)}", file=sys.stderr)
+    return 1
+
+
+def _reason(error: Exception) -> str:
+    """One line: a harness error says what to do in its own words; anything else is named by its type."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return text if isinstance(error, HarnessError) else f"{type(error).__name__}: {text}"
 
 
 def _client_options() -> dict[str, Any]:
-    """The client's key and base URL from the environment; a simulator needs no real key."""
-    if os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"):
+    """Checks that there is something to record against: a key, or a base URL (the simulator needs no key:
+    the cassette gives a client with none a placeholder, which it sends to loopback only)."""
+    if any(os.environ.get(name) for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")):
         return {}
-    if os.environ.get("ANTHROPIC_BASE_URL"):
-        return {"api_key": "sim-key-not-a-secret"}
     raise HarnessError(
         "nothing to record against: set ANTHROPIC_API_KEY to record Claude, or start the local simulator "
         "(harness sim --port 8765 &) and set ANTHROPIC_BASE_URL=http://127.0.0.1:8765"
     )
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """One recorded run of a scenario: where it went, what the scenario returned, and the run's own exchanges."""
+
+    path: Path
+    returned: Any  # whatever the scenario returned: a RunResult, a Message, a string, None...
+    run: CassetteFile  # the run as the cassette holds it: every exchange, in order
+
+    @property
+    def trajectory(self) -> Trajectory:
+        from harness.trajectory import Trajectory
+
+        return Trajectory.from_cassette(self.run)
+
+    @property
+    def ended(self) -> bool:
+        """Whether the run ended on a finished answer (end_turn or a stop sequence), read from its exchanges."""
+        from harness.chaos import outcome_word
+
+        return outcome_word(self.trajectory) == "ended"
+
+    def describe(self) -> str:
+        if not self.run.interactions:
+            return f"nothing recorded: the scenario made no API call (no file at {absolute(self.path)})"
+        trajectory = self.trajectory
+        if not trajectory.runs:
+            return f"{counted(len(self.run.interactions), 'interaction')}, none of them a Messages API call"
+        from harness.chaos import outcome_word
+
+        return f"{counted(len(trajectory.steps), 'step')}, outcome {outcome_word(trajectory)}"
+
+
 def record_project_scenario(item: ProjectScenario, path: Path, *, pacer: Pacer | None = None,
-                            **client_options: Any) -> Any:
-    """Run one of the project's scenarios with a client from the environment and record it afresh to `path`;
-    with `pacer`, every Messages API attempt of the client waits for it."""
+                            **client_options: Any) -> Recorded:
+    """Run one of the project's scenarios and record it afresh to `path`. The client it is given (when it takes
+    one) comes from the environment; with `pacer`, every Messages API attempt of that client waits for it."""
     import anthropic
 
     from harness.cassette.recorder import use_cassette
 
-    with use_cassette(path, mode="rewrite"):
-        middleware = [pacer.middleware()] if pacer is not None else []
-        client = anthropic.Anthropic(max_retries=item.max_retries, middleware=middleware, **client_options)
-        try:
-            return item.run(client)
-        finally:
-            client.close()
+    middleware = [pacer.middleware()] if pacer is not None else []
 
+    def client_for(asynchronous: bool) -> Any:
+        factory = anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic
+        return factory(max_retries=item.max_retries, middleware=middleware, **client_options)
 
-def _describe(result: Any, path: Path) -> str:
-    if hasattr(result, "steps") and hasattr(result, "outcome"):  # a RunResult of harness.run_loop
-        return f"{counted(result.steps, 'step')}, outcome {result.outcome.value}"
-    if not path.exists():
-        return f"nothing recorded: the scenario made no Messages API call (no file at {absolute(path)})"
-    from harness.cassette.format import load_cassette
-
-    return counted(len(load_cassette(path).interactions), "interaction")
+    with use_cassette(path, mode="rewrite") as cassette:
+        returned = item.run(client_for)
+    return Recorded(path, returned, cassette.this_run())

@@ -27,6 +27,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.evals.golden import relative_to_root
+from harness.evals.judge import Judge
 from harness.evals.runner import run_suites
 from harness.evals.suite import Case, Suite, discover_suites, project_suites, unique_suites
 from harness.evals.trial_files import trial_case_id, trial_paths
@@ -84,7 +85,7 @@ def anchor_folder(suites: list[Suite], baseline: Path, candidate: Path) -> Path:
 
 
 def results_for_folder(
-    folder: Path, *, base: Path, suites: list[Suite], golden_dir: Path | None = None
+    folder: Path, *, base: Path, suites: list[Suite], golden_dir: Path | None = None, judge: Judge | None = None
 ) -> dict[str, Any]:
     """Run the suites' cases that read a cassette under `base`, each reading its namesake under `folder`."""
     mapped: list[Suite] = []
@@ -107,10 +108,10 @@ def results_for_folder(
         )
     if not mapped:
         raise HarnessError(f"none of the {under_base} cases' cassettes is in this folder", file=folder)
-    return run_suites(mapped, golden_dir=golden_dir)
+    return run_suites(mapped, golden_dir=golden_dir, judge=judge)
 
 
-def results_for_suite_file(path: Path, *, golden_dir: str | None = None) -> dict[str, Any]:
+def results_for_suite_file(path: Path, *, golden_dir: str | None = None, judge: Judge | None = None) -> dict[str, Any]:
     """Run one suite file as it names its cassettes (with their trials when there are trial files)."""
     suites = unique_suites(discover_suites([path], golden_dir=golden_dir), hint=_ONE_SUITE)
     expanded = [
@@ -122,4 +123,4 @@ def results_for_suite_file(path: Path, *, golden_dir: str | None = None) -> dict
         )
         for suite in suites
     ]
-    return run_suites(expanded, golden_dir=Path(golden_dir).resolve() if golden_dir else None)
+    return run_suites(expanded, golden_dir=Path(golden_dir).resolve() if golden_dir else None, judge=judge)

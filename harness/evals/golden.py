@@ -22,6 +22,7 @@ root (see `project_root`).
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import os
@@ -74,9 +75,16 @@ def relative_to_root(path: Path, root: Path) -> str:
     return Path(os.path.relpath(path.resolve(), root.resolve())).as_posix()
 
 
-@cache
 def golden_schema() -> dict[str, Any]:
-    """The JSON Schema of a golden file, with each check's parameters schema in place."""
+    """The JSON Schema of a golden file, with each check's parameters schema in place.
+
+    Built from the registry as it stands (a check added or swapped at run time is in it): one schema per set
+    of check specs, kept while that set holds."""
+    return _schema_of(tuple((name, id(CHECKS[name])) for name in check_names()))
+
+
+@cache
+def _schema_of(_specs: tuple[tuple[str, int], ...]) -> dict[str, Any]:
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,
@@ -123,7 +131,7 @@ def golden_schema() -> dict[str, Any]:
                 "allOf": [
                     {
                         "if": {"properties": {"check": {"const": name}}, "required": ["check"]},
-                        "then": {"properties": {"params": CHECKS[name].params_schema}},
+                        "then": {"properties": {"params": CHECKS[name].golden_params_schema()}},
                     }
                     for name in check_names()
                 ],
@@ -155,6 +163,24 @@ class Golden:
     sha256: str | None = None
 
 
+def _did_you_mean(name: str, valid: list[str]) -> str:
+    near = difflib.get_close_matches(name, valid, n=1)
+    return f" (did you mean {near[0]!r}?)" if near else ""
+
+
+def _reason(error: jsonschema.ValidationError) -> str:
+    """The schema's message; for a key the schema does not know (a misspelt parameter), the nearest known
+    key and every valid one, read from the schema itself."""
+    if error.validator != "additionalProperties" or not isinstance(error.instance, Mapping):
+        return error.message
+    known = list((error.schema.get("properties") or {}) if isinstance(error.schema, Mapping) else {})
+    unknown = [key for key in error.instance if key not in known]
+    if not known or not unknown:
+        return error.message
+    hints = "".join(_did_you_mean(str(key), known) for key in unknown[:1])
+    return f"{error.message}{hints}; valid: {', '.join(known)}"
+
+
 def validate_golden(data: Any, *, file: str | Path | None = None) -> None:
     """Raise GoldenError naming the file and the JSON path of the first problem."""
     if not isinstance(data, Mapping):
@@ -165,14 +191,15 @@ def validate_golden(data: Any, *, file: str | Path | None = None) -> None:
             name = item.get("check") if isinstance(item, Mapping) else None
             if isinstance(name, str) and name not in CHECKS:
                 raise GoldenError(
-                    f"unknown check {name!r}; known checks: {', '.join(check_names())}",
+                    f"unknown check {name!r}{_did_you_mean(name, check_names())}; known checks: "
+                    f"{', '.join(check_names())}",
                     file=file,
                     where=f"$.checks[{index}].check",
                 )
     validator = jsonschema.Draft202012Validator(golden_schema())
     error = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if error is not None:
-        raise GoldenError(error.message, file=file, where=json_path(error.absolute_path))
+        raise GoldenError(_reason(error), file=file, where=json_path(error.absolute_path))
     seen: dict[str, int] = {}
     for index, item in enumerate(data["checks"]):
         label = item.get("id", item["check"])

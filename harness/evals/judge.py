@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.checks.base import CheckResult
 from harness.checks.rubric import NAME as RUBRIC
-from harness.checks.rubric import VerdictError, judge_request, judged, parse_verdict, request_parts
+from harness.checks.rubric import VerdictError, judge_request, judged, parse_verdict, request_parts, run_text
 from harness.errors import HarnessError
 from harness.evals.golden import GoldenCheck, project_root, relative_to_root
 from harness.trajectory import Trajectory
@@ -91,7 +91,10 @@ class Judge:
 
     mode: str = "replay"
     rewritten: set[Path] = field(default_factory=set)
-    _loaded: dict[Path, CassetteFile] = field(default_factory=dict, repr=False)
+    _loaded: dict[Path, _Recorded] = field(default_factory=dict, repr=False)
+    _roots: dict[Path, Path] = field(default_factory=dict, repr=False)
+    # Replayed answers parsed once: a suite judges the same recording for every case and trial that reads alike.
+    _verdicts: dict[int, tuple[Mapping[str, Any], dict[str, Any]]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.mode not in JUDGE_MODES:
@@ -106,15 +109,18 @@ class Judge:
         return "new_episodes"
 
     def check(
-        self, golden_name: str, golden_path: Path | None, check: GoldenCheck, trajectory: Trajectory
+        self, golden_label: str, golden_path: Path | None, check: GoldenCheck, trajectory: Trajectory
     ) -> tuple[CheckResult, dict[str, Any]]:
         """The judged check's result and its `judge` record: status judged | needs_rejudging | error, the
         cassette, the judge model, who answered (source), and what changed when a recording no longer matches."""
-        if golden_path is None:
-            raise HarnessError("a judged check needs its golden's file: the judge cassette is kept beside it")
+        if golden_path is None:  # an inline golden: nowhere to keep a judge cassette
+            reason = "a judged check needs its golden's file: the judge cassette is kept beside it"
+            record = {"status": "error", "cassette": "", "model": str(check.params.get("model", "")), "source": None,
+                      "mode": self.mode, "changed": [], "differences": [], "error": reason}  # fmt: skip
+            return _failed(check, reason), record
         path = judge_cassette_path(golden_path, check.id)
         request = judge_request(trajectory, check.params)
-        root = project_root(golden_path)
+        root = self._roots.get(golden_path) or self._roots.setdefault(golden_path, project_root(golden_path))
         record: dict[str, Any] = {
             "status": "judged",
             "cassette": relative_to_root(path, root),
@@ -128,7 +134,7 @@ class Judge:
             record |= {"status": "needs_rejudging", "changed": ["not judged yet: no judge cassette"]}
             return self._rejudge(check, record), record
         try:
-            message, source = self._ask(path, request, golden_name, check)
+            message, source = self._ask(path, request, golden_label, check)
         except _Miss as miss:
             record |= {"status": "needs_rejudging", "changed": miss.changed, "differences": miss.differences}
             return self._rejudge(check, record), record
@@ -137,15 +143,23 @@ class Judge:
             return _failed(check, f"the judge could not be asked: {err.reason}"), record
         record["source"] = source
         try:
-            verdict = parse_verdict(message)
+            verdict = self._parsed(message)
         except VerdictError as err:
             record["status"] = "error"
             record["error"] = str(err)
             return _failed(check, str(err)), record
         who = f"{request['model']}, {source}" if source else request["model"]
-        result = judged(verdict, check.params, judge=who)
-        record |= {"verdict": verdict["verdict"], "score": verdict["score"], "reasons": verdict["reasons"]}
+        result = judged(verdict, check.params, judge=who, shown=run_text(request))
+        record |= {"verdict": verdict["verdict"], "score": verdict["score"], "reasons": result.evidence["reasons"]}
         return result.named(check.id), record
+
+    def _parsed(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        known = self._verdicts.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        verdict = parse_verdict(message)
+        self._verdicts[id(message)] = (message, verdict)
+        return verdict
 
     def _rejudge(self, check: GoldenCheck, record: Mapping[str, Any]) -> CheckResult:
         changed = ", ".join(record["changed"])
@@ -158,38 +172,28 @@ class Judge:
         )
 
     def _ask(
-        self, path: Path, request: dict[str, Any], golden_name: str, check: GoldenCheck
-    ) -> tuple[dict[str, Any], str | None]:
+        self, path: Path, request: dict[str, Any], golden_label: str, check: GoldenCheck
+    ) -> tuple[Mapping[str, Any], str | None]:
         if self.mode == "replay":
             return self._replay(path, request)
-        return self._record(path, request, golden_name, check)
+        return self._record(path, request, golden_label, check)
 
-    def _replay(self, path: Path, request: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    def _replay(self, path: Path, request: dict[str, Any]) -> tuple[Mapping[str, Any], str | None]:
         """The recorded answer to `request`, matched as replay matches (the request's fingerprint), read straight
         from the cassette: replay needs no SDK client, so `harness eval` stays as light as a file reader."""
-        from harness.cassette.format import load_cassette
-        from harness.cassette.match import fingerprint_of_stored, request_fingerprint
+        from harness.cassette.match import request_fingerprint
 
         if path not in self._loaded:
-            self._loaded[path] = load_cassette(path)
-        cassette = self._loaded[path]
-        answers = []
-        for interaction in cassette.interactions:
-            stored = interaction.get("request") or {}
-            method, route = str(stored.get("method", "POST")), str(stored.get("path", ""))
-            response = interaction.get("response") or {}
-            if (
-                response.get("status") == 200
-                and isinstance(response.get("body"), Mapping)
-                and fingerprint_of_stored(stored) == request_fingerprint(method, route, stored.get("query"), request)
-            ):
-                answers.append(response["body"])
-        if not answers:
-            raise _Miss(*_what_changed(request, cassette.interactions))
-        return dict(answers[-1]), cassette.meta.get("source")
+            self._loaded[path] = _Recorded.load(path)
+        recorded = self._loaded[path]
+        for (method, route, query), answers in recorded.answers.items():
+            found = answers.get(request_fingerprint(method, route, query, request))
+            if found is not None:
+                return found, recorded.cassette.meta.get("source")
+        raise _Miss(*_what_changed(request, recorded.cassette.interactions))
 
     def _record(
-        self, path: Path, request: dict[str, Any], golden_name: str, check: GoldenCheck
+        self, path: Path, request: dict[str, Any], golden_label: str, check: GoldenCheck
     ) -> tuple[dict[str, Any], str | None]:
         """Through use_cassette (redaction, format, the recording lock): replay what matches, ask the rest."""
         import anthropic
@@ -217,7 +221,7 @@ class Judge:
                     cassette.provenance = {
                         **cassette.provenance,
                         "judge": True,
-                        "golden": golden_name,
+                        "golden": golden_label,
                         "check": check.id,
                     }
                     source = cassette.provenance.get("source")
@@ -226,6 +230,29 @@ class Judge:
         except CassetteError as err:
             raise HarnessError(err.reason, file=path) from None
         return message.model_dump(mode="json"), source
+
+
+@dataclass(frozen=True)
+class _Recorded:
+    """A judge cassette read for replay: its answered requests by route, then by fingerprint (the last 200 wins)."""
+
+    cassette: CassetteFile
+    answers: dict[tuple[str, str, str | None], dict[bytes, Mapping[str, Any]]]
+
+    @classmethod
+    def load(cls, path: Path) -> _Recorded:
+        from harness.cassette.format import load_cassette
+        from harness.cassette.match import fingerprint_of_stored
+
+        cassette = load_cassette(path)
+        answers: dict[tuple[str, str, str | None], dict[bytes, Mapping[str, Any]]] = {}
+        for interaction in cassette.interactions:
+            stored = interaction.get("request") or {}
+            response = interaction.get("response") or {}
+            if response.get("status") == 200 and isinstance(response.get("body"), Mapping):
+                route = (str(stored.get("method", "POST")), str(stored.get("path", "")), stored.get("query"))
+                answers.setdefault(route, {})[fingerprint_of_stored(stored)] = response["body"]
+        return cls(cassette, answers)
 
 
 class _Miss(Exception):

@@ -71,6 +71,8 @@ def _trajectory_record(full: Trajectory, seen: Trajectory) -> dict[str, Any]:
                 "step": call.step,
                 "name": call.name,
                 "server": call.server,
+                "kind": call.kind,
+                **({"server_name": call.server_name} if call.server_name is not None else {}),
                 "is_error": bool(call.result and call.result.is_error),
             }
             for call in calls
@@ -84,6 +86,15 @@ def _trajectory_record(full: Trajectory, seen: Trajectory) -> dict[str, Any]:
 def _recorded_duration(trajectory: Trajectory) -> float | None:
     known = [step.duration_ms for step in trajectory.steps if step.duration_ms is not None]
     return round(sum(known), 3) if known else None
+
+
+def _named_by(case: Case) -> str:
+    """Who asks for a case's cassette: its golden (and the place in it) and the suite that runs it."""
+    try:
+        place = f" at $.cassettes[{case.golden.cassettes.index(case.cassette)}]"
+    except ValueError:  # the suite's `cassette:` names it, or the corpus folder was moved
+        place = ""
+    return f"golden {case.golden_label} names it{place}, case {case.id} of suite {case.suite}"
 
 
 def run_case(case: Case, *, judge: Judge | None = None) -> dict[str, Any]:
@@ -113,6 +124,8 @@ def run_case(case: Case, *, judge: Judge | None = None) -> dict[str, Any]:
         "timings": {"load_ms": None, "checks_ms": None, "total_ms": None},
     }
     try:
+        if not case.cassette.exists():  # said with who names it: the golden (and suite) to fix, or the file to record
+            raise HarnessError(f"no such cassette; {_named_by(case)}", file=case.cassette)
         cassette = load_cassette_any(case.cassette)
         full = Trajectory.from_cassette(cassette)
         record["timings"]["load_ms"] = elapsed_ms(started)
@@ -138,6 +151,9 @@ def run_case(case: Case, *, judge: Judge | None = None) -> dict[str, Any]:
     record["trajectory"] |= {"step_details": step_details(seen, cassette), "run_details": run_details(seen, cassette)}
     record["usage"] = seen.usage.to_dict()
     record["cost_usd"] = seen.cost_usd
+    priced = seen.cost
+    if priced is not None:  # the same cost by kind (tokens, server tool fees): what `harness show` prints
+        record["cost_by_kind"] = priced.to_dict()["by_kind"]
     checks_started = time.perf_counter()
     judge_errors = []
     for check in case.golden.checks:

@@ -169,7 +169,7 @@ def _part(block: Mapping[str, Any]) -> dict[str, Any]:
     kind = str(block.get("type", ""))
     if kind == "text":
         return {"type": "text", "content": str(block.get("text", ""))}
-    if kind in ("tool_use", "server_tool_use"):
+    if kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
         return {"type": "tool_call", "id": block.get("id"), "name": block.get("name"), "arguments": block.get("input")}
     if kind == "tool_result" or (kind.endswith("_tool_result") and "tool_use_id" in block):
         return {"type": "tool_call_response", "id": block.get("tool_use_id"), "response": block.get("content")}

@@ -13,10 +13,11 @@ results give each check's accuracy over the samples.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import tempfile
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from harness.errors import HarnessError
 from harness.run import Usage
 from harness.trajectory import Attempt, Step, Trajectory
+from harness.trajectory.calls import content_text
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
@@ -183,7 +185,7 @@ async def _sample(case: CassetteSample, sample_id: str) -> EvalSample:
         conversation: list[dict[str, Any]] = []
         for step in run.steps:
             conversation.extend(step.delta)
-            inputs = await messages_from_anthropic(conversation)  # type: ignore[arg-type]
+            inputs = await messages_from_anthropic(_readable(conversation))  # type: ignore[arg-type]
             step_output = await _output(step)
             failed = [a for a in step.attempts if not a.ok]
             for attempt in failed:
@@ -193,12 +195,12 @@ async def _sample(case: CassetteSample, sample_id: str) -> EvalSample:
             if step.usage_counted and step_output.usage is not None:
                 name = f"anthropic/{step.model or step.request.get('model') or 'unknown'}"
                 usage[name] = usage[name] + step_output.usage if name in usage else step_output.usage
-            events.extend(_tool_event(call, clock) for call in step.tool_calls if not call.server)
+            events.extend(_tool_event(call, clock) for call in step.tool_calls)  # every kind: client, server, MCP
             output = step_output
             messages = [*inputs, step_output.message]
         if run.failed_request is not None:
             conversation.extend(run.failed_request.delta)
-            inputs = await messages_from_anthropic(conversation)  # type: ignore[arg-type]
+            inputs = await messages_from_anthropic(_readable(conversation))  # type: ignore[arg-type]
             for attempt in run.failed_request.attempts:
                 output = _error_output(run.failed_request.request, attempt)
                 events.append(_model_event(run.failed_request.request, inputs, output, clock, attempt))
@@ -207,7 +209,8 @@ async def _sample(case: CassetteSample, sample_id: str) -> EvalSample:
     events.extend(_score_event(name, score, clock) for name, score in scores.items())
     first = trajectory.runs[0] if trajectory.runs else None
     opening = first.conversation()[:1] if first else []
-    sample_input = await messages_from_anthropic([m for _, m in opening]) if opening else ""  # type: ignore[arg-type]
+    sample_input = (await messages_from_anthropic(_readable([m for _, m in opening]))  # type: ignore[arg-type]
+                    if opening else "")
     return EvalSample(
         id=sample_id,
         epoch=1,
@@ -251,13 +254,55 @@ async def _output(step: Step) -> ModelOutput:
         "type": "message",
         "role": "assistant",
         "model": step.model or step.request.get("model") or "unknown",
-        "content": step.blocks,
+        "content": _inspect_blocks(step.blocks),
         "stop_reason": step.stop_reason,
         "stop_sequence": step.stop_sequence,
         "usage": {"input_tokens": usage.input, "output_tokens": usage.output,
                   "cache_creation_input_tokens": usage.cache_write, "cache_read_input_tokens": usage.cache_read},
     }
     return await model_output_from_anthropic(message)
+
+
+# The blocks inspect_ai's Anthropic converters read (the SDK's non-beta ContentBlock and its params); any
+# other (an MCP call and its result, a compaction, a fallback marker) goes to them as text saying what it
+# was, and the call itself is a tool event of its own.
+_INSPECT_BLOCKS = frozenset({
+    "text", "thinking", "redacted_thinking", "tool_use", "tool_result", "server_tool_use", "web_search_tool_result",
+    "web_fetch_tool_result", "code_execution_tool_result", "bash_code_execution_tool_result",
+    "text_editor_code_execution_tool_result", "tool_search_tool_result", "container_upload", "image", "document",
+})
+
+
+def _inspect_blocks(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    server_calls: set[str] = set()
+    for block in blocks:
+        kind = str(block.get("type", ""))
+        if kind == "server_tool_use":
+            server_calls.add(str(block.get("id")))
+        answers_earlier = not kind.endswith("_tool_result") or kind == "tool_result" or \
+            str(block.get("tool_use_id")) in server_calls  # a paused turn's result comes without its call
+        if kind in _INSPECT_BLOCKS and answers_earlier:
+            out.append(block)
+        else:
+            out.append({"type": "text", "text": _as_text(block)})
+    return out
+
+
+def _as_text(block: Mapping[str, Any]) -> str:
+    kind = str(block.get("type", "block"))
+    if kind == "mcp_tool_use":
+        return f"[{kind} {block.get('server_name')}/{block.get('name')} {json.dumps(block.get('input'))}]"
+    if kind == "compaction":
+        return f"[compaction summary] {block.get('content') or '(none)'}"
+    if "tool_use_id" in block:
+        return f"[{kind} for {block.get('tool_use_id')}] {content_text(block.get('content'))}"
+    return f"[{kind}]"
+
+
+def _readable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**message, "content": _inspect_blocks(message["content"])} if isinstance(message.get("content"), list)
+            else message for message in messages]
 
 
 def _error_output(request: dict[str, Any], attempt: Attempt) -> ModelOutput:
@@ -308,6 +353,7 @@ def _tool_event(call: Any, clock: _Clock) -> Any:
     result = call.result
     arguments = call.input if isinstance(call.input, dict) else {"input": call.input}
     error = ToolCallError(type="unknown", message=result.content) if result is not None and result.is_error else None
+    # the API ran it (a server tool, an MCP server): its error code, where it gave one, is the message
     return ToolEvent(
         id=call.id,
         function=call.name,
@@ -319,8 +365,24 @@ def _tool_event(call: Any, clock: _Clock) -> Any:
         working_start=working_start,
         completed=end,
         working_time=spent,
-        metadata=None if result is not None else {"result": "none: the run ended before it"},
+        metadata=_tool_metadata(call),
     )
+
+
+def _tool_metadata(call: Any) -> dict[str, Any] | None:
+    """Who ran the call (a server tool, an MCP server), its caller, and a missing result, where they apply."""
+    metadata: dict[str, Any] = {}
+    if call.kind != "client":
+        metadata["kind"] = call.kind
+    if call.server_name is not None:
+        metadata["mcp_server"] = call.server_name
+    if call.caller is not None:
+        metadata["caller"] = dict(call.caller)
+    if call.result is None:
+        metadata["result"] = "none: the run ended before it"
+    elif call.result.details:
+        metadata["details"] = dict(call.result.details)
+    return metadata or None
 
 
 def _scores(records: list[dict[str, Any]]) -> dict[str, Any]:

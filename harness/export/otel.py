@@ -6,7 +6,8 @@ ExportTraceServiceRequest per line), or sent over OTLP/HTTP to a collector.
 
 A run's trace: an `invoke_agent` root with the run's token totals; under it a `chat {model}` span for
 each try at each model call (a retried 529 is a failed span before the one that answered), and an
-`execute_tool {name}` span for each tool call the agent ran (server tools, run inside the API call, are
+`execute_tool {name}` span for each tool call of every kind (`harness.tool.kind`: client, server, mcp with
+`harness.tool.mcp_server`); those the API ran (server tools and MCP calls, run inside the API call, are
 children of the chat span that ran them).
 
 Timing: a cassette stores when it was recorded (`recorded_at`), each exchange's duration where the
@@ -164,6 +165,9 @@ def _chat_span(tracer: Tracer, parent: Any, timeline: _Timeline, request: dict[s
                                                 usage=step.usage if step.usage_counted else Usage())
         if not step.usage_counted:  # a replayed duplicate: `harness show` does not count it twice, nor do we
             attributes["harness.usage_counted"] = False
+        cost = step.cost
+        if cost is not None:  # at list prices (harness.pricing): compaction passes and tool fees included
+            attributes["harness.cost_usd"] = round(cost.total, 6)
     else:
         attributes |= genai.error_attributes(status=attempt.status, error_type=attempt.error_type)
     if attempt.status is not None and step is not None:
@@ -189,13 +193,19 @@ def _tool_span(tracer: Tracer, parent: Any, begin: int, end: int, call: ToolCall
     result = call.result
     attributes = genai.tool_attributes(call_id=call.id, name=call.name, server=call.server, arguments=call.input,
                                        result=result.content if result else None, include_content=include_content)
+    attributes["harness.tool.kind"] = call.kind  # client, server or mcp (harness.run.TOOL_KINDS)
+    if call.server_name is not None:
+        attributes["harness.tool.mcp_server"] = call.server_name
+    if call.caller is not None:
+        attributes["harness.tool.caller"] = str(call.caller.get("tool_id") or call.caller.get("type"))
     if result is None:
         attributes["harness.tool_result"] = "none: the run ended before it"
     span = tracer.start_span(genai.tool_span_name(call.name), context=parent, kind=trace.SpanKind.INTERNAL,
                              start_time=begin, attributes=attributes)
     if result is not None and result.is_error:
-        span.set_attribute(genai.ERROR_TYPE, "tool_error")
-        _set_error(span, "tool_error", None)
+        error = result.error_code or "tool_error"  # a server tool's own code (max_uses_exceeded, ...)
+        span.set_attribute(genai.ERROR_TYPE, error)
+        _set_error(span, error, None)
     span.end(end_time=end)
 
 

@@ -30,6 +30,17 @@ def cost(value: float | None) -> str:
     return "unpriced" if value is None else f"${value:.4f}"
 
 
+# A cost's parts (harness.pricing.COST_KINDS) as every report names them.
+COST_LABELS = {**{kind: label for kind, label in KIND_LABELS.items() if kind != "total"},
+               "web_search": "web search", "web_fetch": "web fetch"}
+
+
+def cost_parts(by_kind: Mapping[str, float]) -> list[str]:
+    """The non-zero parts of a cost by kind, in the order of COST_LABELS: ["input $0.0312", ...]."""
+    return [f"{COST_LABELS.get(kind, kind)} ${by_kind[kind]:.4f}"
+            for kind in (*COST_LABELS, *(k for k in by_kind if k not in COST_LABELS)) if by_kind.get(kind)]
+
+
 def signed(value: float | int | None, *, money: bool = False) -> str:
     """+12 / −3 / ±0 (a real minus sign, so a column of deltas lines up and reads as numbers)."""
     if value is None:
@@ -90,3 +101,44 @@ def summary_cost_delta(summary: Mapping[str, Any]) -> str:
 def counted(number: int, noun: str, plural: str | None = None) -> str:
     """'1 case', '2 cases', '1,200 steps': the count with its noun, singular or plural."""
     return f"{number:,} {noun if number == 1 else plural or noun + 's'}"
+
+
+def interval(found: Mapping[str, Any] | None, *, money: bool = False, rate: bool = False) -> str:
+    """'[0.44, 1.00]', '[−30, +270]': a 95% interval as reports print it ('' when there is none)."""
+    if not found:
+        return ""
+    if rate:
+        return f"[{found['low']:.2f}, {found['high']:.2f}]"
+    return f"[{signed(found['low'], money=money)}, {signed(found['high'], money=money)}]"
+
+
+def trial_rates(case: Mapping[str, Any]) -> str:
+    """With several trials a side: 'pass rate 1.00 [0.44, 1.00] → 0.33 [0.06, 0.79], Δ −0.67 [−0.94, +0.06],
+    p 0.40 (within noise) · flaky'; '' for one trial a side (the flip says it all)."""
+    stats = case.get("significance")
+    if not stats or max(case["baseline"]["trials"]["n"], case["candidate"]["trials"]["n"]) < 2:
+        return "flaky" if case.get("flaky") else ""
+    diff = stats["difference"]
+
+    def rate(value: float) -> str:  # a signed rate difference, two places, a real minus sign
+        return f"{'−' if value < 0 else '+'}{abs(value):.2f}"
+
+    noise = "more than noise" if stats["significant"] else "within noise"
+    text = (
+        f"pass rate {stats['baseline']['estimate']:.2f} {interval(stats['baseline'], rate=True)} → "
+        f"{stats['candidate']['estimate']:.2f} {interval(stats['candidate'], rate=True)}, "
+        f"Δ {rate(diff['estimate'])} [{rate(diff['low'])}, {rate(diff['high'])}], p {stats['p_value']:.2g} ({noise})"
+    )
+    return text + (" · flaky" if case.get("flaky") else "")
+
+
+def delta_with_interval(case: Mapping[str, Any], what: str) -> str:
+    """'Δ tokens +120 [−30, +270]' (mean per trial, 95% Welch interval where both sides have two trials or more)."""
+    intervals = case.get("delta_intervals") or {}
+    if what == "tokens":
+        text = f"Δ tokens {signed((case.get('usage_delta') or {}).get('total'))}"
+        extra = interval(intervals.get("tokens"))
+    else:
+        text = f"Δ cost {signed(case.get('cost_delta'), money=True)}"
+        extra = interval(intervals.get("cost_usd"), money=True)
+    return f"{text} {extra}" if extra else text

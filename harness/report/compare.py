@@ -12,6 +12,11 @@ case with N trials on its side. Per case the comparison records
 - the tool sequence of both sides and its edits; tokens by kind, cost and steps, mean per trial, and
   the deltas; a unified diff of the final answers.
 
+With several trials a side, each side's pass rate has its Wilson interval, the difference its Newcombe interval
+and Fisher's exact p-value (harness.report.significance), per case and per check; a case whose trials both pass and
+fail is `flaky`; the token and cost deltas get Welch intervals. `gate` (flip | significant) says whether a flip
+within noise fails CI.
+
 Divergence, tool sequences and answer diffs compare one trial of each side (`compared_trials`): the first
 that fails a check which flipped against it (the trial that shows the change), else the first.
 
@@ -32,11 +37,13 @@ from typing import Any
 from harness.cassette.format import atomic_write_text
 from harness.cassette.match import diff_summary
 from harness.errors import HarnessError
+from harness.report.significance import ALPHA, mean_difference, rate_record, wilson
 from harness.report.trials import DEFAULT_K, TrialStats, case_stats, check_stats, group_cases
 from harness.run import USAGE_FIELDS as _KINDS
 
 __all__ = [
     "COMPARISON_VERSION",
+    "GATES",
     "CaseSetMismatch",
     "compare_results",
     "comparison_exit_code",
@@ -45,6 +52,9 @@ __all__ = [
 ]
 
 COMPARISON_VERSION = 1
+# What fails CI (`harness compare --gate`): any check flipping to fail, or only a flip that is more than noise
+# (Fisher's exact test over the trials, p < ALPHA; with one trial a side no flip is).
+GATES = ("flip", "significant")
 _ANSWER_DIFF_LINES = 200
 _NAMED_LIMIT = 20  # case ids named in an error message
 
@@ -69,7 +79,7 @@ class _Aliases:
 def _normal_block(block: Mapping[str, Any], alias: _Aliases) -> dict[str, Any]:
     out = dict(block)
     kind = str(out.get("type", ""))
-    if kind in ("tool_use", "server_tool_use") and "id" in out:
+    if kind in ("tool_use", "server_tool_use", "mcp_tool_use") and "id" in out:
         out["id"] = alias(out["id"])
     if "tool_use_id" in out:
         out["tool_use_id"] = alias(out["tool_use_id"])
@@ -235,14 +245,15 @@ def _checks(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, An
                 flip = "to_fail"
             elif c.c * b.n > b.c * c.n:
                 flip = "to_pass"
-        out.append(
-            {
-                "id": check_id,
-                "baseline": _check_side(before, check_id, b) if b else None,
-                "candidate": _check_side(after, check_id, c) if c else None,
-                "flip": flip,
-            }
-        )
+        entry = {
+            "id": check_id,
+            "baseline": _check_side(before, check_id, b) if b else None,
+            "candidate": _check_side(after, check_id, c) if c else None,
+            "flip": flip,
+        }
+        if b is not None and c is not None and b.n and c.n:
+            entry["significance"] = rate_record((b.c, b.n), (c.c, c.n))
+        out.append(entry)
     return out
 
 
@@ -275,7 +286,9 @@ def _tool_items(case: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _tool_label(item: Mapping[str, Any]) -> str:
-    return f"{item['name']}{' (error)' if item.get('is_error') else ''}"
+    # An MCP tool with its server ("docs/search"): two servers may offer tools of one name.
+    name = f"{item['server_name']}/{item['name']}" if item.get("server_name") else item["name"]
+    return f"{name}{' (error)' if item.get('is_error') else ''}"
 
 
 def tool_sequence_changes(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -304,11 +317,22 @@ def _answer_diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[st
     return lines
 
 
+def _per_trial(trials: Sequence[Mapping[str, Any]]) -> tuple[list[float], list[float] | None]:
+    """Each trial's total tokens, and its cost (None when any trial has no known price)."""
+    ran = [case for case in trials if case.get("trajectory") is not None]
+    tokens = [float((case.get("usage") or {}).get("total", 0)) for case in ran]
+    costs = [case.get("cost_usd") for case in ran]
+    return tokens, None if any(cost is None for cost in costs) else [float(cost) for cost in costs]
+
+
 def _side(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     errors = [case for case in trials if case["status"] == "error"]
+    stats = case_stats(trials)
     return {
         "case_ids": [case["id"] for case in trials],
-        "trials": case_stats(trials).to_dict(),
+        "trials": stats.to_dict(),
+        "pass_rate": wilson(stats.c, stats.n).to_dict() if stats.n else None,
+        "flaky": 0 < stats.c < stats.n,  # its trials both pass and fail
         "errored": len(errors),
         "error": errors[0]["error"] if errors else None,
         "steps": _mean_steps(trials),
@@ -327,8 +351,19 @@ def _representative(trials: Sequence[Mapping[str, Any]], checks: Sequence[Mappin
     return trials[0]
 
 
+def _judged_checks_only(trials: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The trials without their checks that need re-judging: a stale judgement is neither a pass nor a fail."""
+    out: list[Mapping[str, Any]] = []
+    for case in trials:
+        stale = set(case.get("needs_rejudging") or ())
+        out.append({**case, "checks": [c for c in case["checks"] if c["id"] not in stale]} if stale else case)
+    return out
+
+
 def compare_case(case_id: str, before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]) -> dict:
     """One case (a group of trials on each side) compared."""
+    stale = sorted({check for case in [*before, *after] for check in case.get("needs_rejudging") or ()})
+    before, after = _judged_checks_only(before), _judged_checks_only(after)
     baseline, candidate = _side(before), _side(after)
     checks = _checks(before, after)
     first_b, first_c = _representative(before, checks, "to_pass"), _representative(after, checks, "to_fail")
@@ -342,6 +377,13 @@ def compare_case(case_id: str, before: Sequence[Mapping[str, Any]], after: Seque
     if baseline["cost_usd"] is not None and candidate["cost_usd"] is not None:
         cost_delta = round(candidate["cost_usd"] - baseline["cost_usd"], 6)
     flips = {check["flip"] for check in checks}
+    b_stats, c_stats = case_stats(before), case_stats(after)
+    significance = rate_record((b_stats.c, b_stats.n), (c_stats.c, c_stats.n)) if b_stats.n and c_stats.n else None
+    (tokens_b, costs_b), (tokens_c, costs_c) = _per_trial(before), _per_trial(after)
+    tokens_interval = mean_difference(tokens_b, tokens_c)
+    cost_interval = mean_difference(costs_b, costs_c) if costs_b is not None and costs_c is not None else None
+    noisy = [check for check in checks if check["flip"] == "to_fail" and not check.get("significance", {}).get(
+        "significant", False)]
     if baseline["errored"] or candidate["errored"]:
         status = "error"
     elif "to_fail" in flips:
@@ -368,6 +410,15 @@ def compare_case(case_id: str, before: Sequence[Mapping[str, Any]], after: Seque
         },
         "usage_delta": usage_delta,
         "cost_delta": cost_delta,
+        "significance": significance,
+        "needs_rejudging": stale,
+        "flaky": baseline["flaky"] or candidate["flaky"],
+        # A regression every flipped check of which is within noise: with --gate significant it does not fail CI.
+        "within_noise": status == "regressed" and len(noisy) == len([c for c in checks if c["flip"] == "to_fail"]),
+        "delta_intervals": {
+            "tokens": tokens_interval.to_dict(1) if tokens_interval else None,
+            "cost_usd": cost_interval.to_dict() if cost_interval else None,
+        },
         "answer_diff": _answer_diff(first_b, first_c) if ran else [],
     }
 
@@ -402,10 +453,13 @@ def compare_results(
     baseline_label: str | None = None,
     candidate_label: str | None = None,
     k: int = DEFAULT_K,
+    gate: str = "flip",
 ) -> dict[str, Any]:
     """The comparison document of two results documents (see the module docstring)."""
     from harness import __version__
 
+    if gate not in GATES:
+        raise HarnessError(f"unknown gate {gate!r}; one of {', '.join(GATES)}")
     before, after = group_cases(baseline["cases"]), group_cases(candidate["cases"])
     only_before = [case_id for case_id in before if case_id not in after]
     only_after = [case_id for case_id in after if case_id not in before]
@@ -445,12 +499,17 @@ def compare_results(
         "usage_delta": usage_delta,
         "cost_delta": cost_delta,
         "cost_delta_known": cost_known,
+        "flaky": [case["id"] for case in cases if case["flaky"]],
+        "needs_rejudging": [case["id"] for case in cases if case["needs_rejudging"]],
+        "regressed_within_noise": sum(1 for case in cases if case["within_noise"]),
+        "alpha": ALPHA,
     }
     return {
         "comparison_version": COMPARISON_VERSION,
         "tool": {"name": "loop-harness", "version": __version__},
         "created_at": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
         "k": k,
+        "gate": gate,
         "baseline": {"label": baseline_label, "results": dict(baseline)},
         "candidate": {"label": candidate_label, "results": dict(candidate)},
         "summary": summary,
@@ -458,10 +517,19 @@ def compare_results(
     }
 
 
-def comparison_exit_code(comparison: Mapping[str, Any]) -> int:
-    """2 a compared case could not run on a side, 1 a check flipped to fail, else 0."""
-    status = comparison["summary"]["status"]
-    return 2 if status == "error" else 1 if status == "regressed" else 0
+def comparison_exit_code(comparison: Mapping[str, Any], gate: str | None = None) -> int:
+    """2 a compared case could not run on a side; else 1 a check flipped to fail (with gate `significant`: a flip
+    that is more than noise); else 2 when a judged check needs re-judging (its verdict is unknown, so the
+    comparison is not done); else 0. The gate is the document's (`compare_results(gate=...)`) unless given."""
+    gate = gate or comparison.get("gate", "flip")
+    summary = comparison["summary"]
+    if summary["status"] == "error":
+        return 2
+    if summary["status"] == "regressed" and (
+        gate != "significant" or summary["regressed"] > summary.get("regressed_within_noise", 0)
+    ):
+        return 1
+    return 2 if summary.get("needs_rejudging") else 0
 
 
 def write_comparison(path: Any, comparison: Mapping[str, Any]) -> None:

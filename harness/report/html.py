@@ -47,6 +47,7 @@ def _environment() -> jinja2.Environment:
     env.filters.update(
         tokens=_text.tokens,
         cost=_text.cost,
+        cost_parts=_text.cost_parts,
         signed=_text.signed,
         pretty=_pretty,
         check_step=_text.check_step,
@@ -138,7 +139,8 @@ def _case_view(case: Mapping[str, Any], anchor: str, scale_max: float | None = N
         "steps": steps,
         "has_details": details is not None,
         "checks": checks,
-        "failed": [c for c in checks if not c["passed"]],
+        "failed": [c for c in checks if not c["passed"] and (c.get("judge") or {}).get("status") != "needs_rejudging"],
+        "rejudge": [c for c in checks if (c.get("judge") or {}).get("status") == "needs_rejudging"],
         "chart": svg.step_token_bars(
             details or [], scale_max=scale_max, title=f"tokens per step by kind: {case['id']}"
         ),
@@ -166,6 +168,7 @@ def results_html(results: Mapping[str, Any], *, k: int = DEFAULT_K) -> str:
         suites=results["suites"],
         failures=[(view, check) for view in views for check in view["failed"]],
         errors=[view for view in views if view["case"]["status"] == "error"],
+        rejudge=[(view, check) for view in views for check in view["rejudge"]],
         trials=trials,
         cost_chart=cost_chart,
     )
@@ -205,6 +208,8 @@ def comparison_html(comparison: Mapping[str, Any]) -> str:
                 "anchor": anchor,
                 "baseline_text": _text.side_text(case["baseline"], k),
                 "candidate_text": _text.side_text(case["candidate"], k),
+                "rates_text": _text.trial_rates(case),
+                "deltas_text": " · ".join(_text.delta_with_interval(case, what) for what in ("tokens", "cost")),
                 "baseline": _case_view(first_b, f"{anchor}-b", scale) if first_b else None,
                 "candidate": _case_view(first_c, f"{anchor}-c", scale) if first_c else None,
             }

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.report._text import KIND_LABELS, KINDS, cost, error_text, one_line, signed, tokens, usage_line
+from harness.report._text import KIND_LABELS, KINDS, cost, cost_parts, error_text, one_line, signed, tokens, usage_line
 from harness.report.compare import comparison_exit_code
 
 __all__ = ["comparison_junit", "results_junit"]
@@ -50,6 +50,8 @@ def _case_out(case: Mapping[str, Any]) -> str:
         )
     lines.append(f"tokens: {usage_line(case.get('usage'))}")
     lines.append(f"cost: {cost(case.get('cost_usd'))}")
+    if case.get("cost_by_kind"):
+        lines.append(f"cost by kind: {' · '.join(cost_parts(case['cost_by_kind']))}")
     return "\n".join(lines)
 
 
@@ -69,7 +71,9 @@ def _suite_element(parent: ET.Element, name: str, cases: Sequence[Mapping[str, A
             testcase = _element(
                 suite, "testcase", classname=case["id"], name=check["id"], time=_seconds(check.get("duration_ms"))
             )
-            if not check["passed"]:
+            if (check.get("judge") or {}).get("status") == "needs_rejudging":
+                _element(testcase, "skipped", message=one_line(check["reason"]))
+            elif not check["passed"]:
                 where = (
                     f"step {check['step']}: "
                     if check["step"] is not None and not str(check["reason"]).startswith("step")
@@ -82,7 +86,8 @@ def _suite_element(parent: ET.Element, name: str, cases: Sequence[Mapping[str, A
                     message=one_line(check["reason"]),
                     type=check["check"],
                 )
-            _element(testcase, "system-out", _case_out(case))
+            judged = f"{check['reason']}\n" if check.get("judge") else ""  # the judge's reasons, pass or fail
+            _element(testcase, "system-out", judged + _case_out(case))
     usage = {kind: sum((case.get("usage") or {}).get(kind, 0) for case in cases) for kind in KINDS}
     _element(
         suite,
@@ -99,7 +104,7 @@ def _count(element: ET.Element) -> None:
     element.set("tests", str(len(testcases)))
     element.set("failures", str(sum(1 for t in testcases if t.find("failure") is not None)))
     element.set("errors", str(sum(1 for t in testcases if t.find("error") is not None)))
-    element.set("skipped", "0")
+    element.set("skipped", str(sum(1 for t in testcases if t.find("skipped") is not None)))
 
 
 def results_junit(results: Mapping[str, Any]) -> str:

@@ -15,6 +15,8 @@ from harness.report._text import (
     KINDS,
     check_step,
     cost,
+    cost_parts,
+    delta_with_interval,
     divergence_short,
     error_text,
     one_line,
@@ -22,6 +24,7 @@ from harness.report._text import (
     signed,
     summary_cost_delta,
     tokens,
+    trial_rates,
 )
 from harness.report.trials import DEFAULT_K, trial_stats
 
@@ -50,8 +53,13 @@ def _summary_line(summary: Mapping[str, Any]) -> str:
     return (
         f"**{summary['cases']} cases**: {summary['passed']} passed, {summary['failed']} failed, "
         f"{summary['errored']} errored · **{summary['checks_passed']}/{summary['checks']} checks passed** · "
-        f"tokens: " + ", ".join(f"{KIND_LABELS[k]} {tokens(usage[k])}" for k in KINDS) + f" · cost {spent}"
+        + (f"**{summary['needs_rejudging']} need re-judging** · " if summary.get("needs_rejudging") else "")
+        + "tokens: " + ", ".join(f"{KIND_LABELS[k]} {tokens(usage[k])}" for k in KINDS) + f" · cost {spent}"
     )
+
+
+def _rejudging(check: Mapping[str, Any]) -> bool:
+    return (check.get("judge") or {}).get("status") == "needs_rejudging"
 
 
 def _failures(cases: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -59,11 +67,59 @@ def _failures(cases: Sequence[Mapping[str, Any]]) -> list[str]:
         [code(case["id"]), code(check["id"]), check_step(check), cell(check["reason"])]
         for case in cases
         for check in case["checks"]
-        if not check["passed"]
+        if not check["passed"] and not _rejudging(check)
     ]
     if not rows:
         return []
     return ["### ❌ Failed checks", "", *table(["case", "check", "step", "reason"], rows), ""]
+
+
+def _needs_rejudging(cases: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Judged checks whose recorded judgement no longer matches: apart from the failures (not the agent's doing)."""
+    rows = [
+        [code(case["id"]), code(check["id"]), cell(", ".join(check["judge"]["changed"])),
+         code(check["judge"]["cassette"])]
+        for case in cases
+        for check in case["checks"]
+        if _rejudging(check)
+    ]
+    if not rows:
+        return []
+    return [
+        "### ⚖️ Needs re-judging (not a failure of the agent)",
+        "",
+        *table(["case", "check", "what changed", "judge cassette"], rows),
+        "",
+        "Re-judge with `harness eval --judge record` (a key, or ANTHROPIC_BASE_URL of a judge such as `harness sim`).",
+        "",
+    ]
+
+
+def _judged(cases: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Every judged check with the judge's verdict, score and reasons, and who judged (a model, or the simulator)."""
+    rows = []
+    for case in cases:
+        for check in case["checks"]:
+            judge = check.get("judge")
+            if not judge or judge["status"] != "judged":
+                continue
+            said = "; ".join(
+                (f"step {r['step']}: " if r.get("step") else "") + f"“{r['quote']}” {r['explanation']}"
+                for r in judge.get("reasons") or []
+            )
+            rows.append(
+                [
+                    code(case["id"]),
+                    code(check["id"]),
+                    f"{ICONS['passed' if check['passed'] else 'failed']} {judge.get('verdict')}",
+                    f"{judge['score']:.2f}" if judge.get("score") is not None else "–",
+                    cell(f"{judge['model']} ({judge.get('source') or 'unknown source'})"),
+                    cell(said or "–"),
+                ]
+            )
+    if not rows:
+        return []
+    return ["### ⚖️ Judged checks", "", *table(["case", "check", "verdict", "score", "judge", "reasons"], rows), ""]
 
 
 def _errors(cases: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -139,10 +195,11 @@ def _usage_table(cases: Sequence[Mapping[str, Any]]) -> list[str]:
                 tokens(digest.get("steps")),
                 tokens(digest.get("tool_calls")),
                 *(tokens(usage.get(kind)) for kind in KINDS),
+                " · ".join(cost_parts(case.get("cost_by_kind") or {})) or "–",
                 cost(case.get("cost_usd")) if digest else "–",
             ]
         )
-    headers = ["case", "status", "steps", "tool calls", *(KIND_LABELS[k] for k in KINDS), "cost"]
+    headers = ["case", "status", "steps", "tool calls", *(KIND_LABELS[k] for k in KINDS), "cost by kind", "cost"]
     return ["<details>", "<summary>Tokens and cost per case</summary>", "", *table(headers, rows), "", "</details>", ""]
 
 
@@ -152,7 +209,9 @@ def results_markdown(results: Mapping[str, Any], *, k: int = DEFAULT_K) -> str:
     cases = results["cases"]
     lines = [f"## {ICONS[summary['status']]} harness eval: {summary['status']}", "", _summary_line(summary), ""]
     lines += _failures(cases)
+    lines += _needs_rejudging(cases)
     lines += _errors(cases)
+    lines += _judged(cases)
     lines += _trials(cases, k)
     for suite in results["suites"]:
         lines += _suite(suite, [case for case in cases if case["suite"] == suite["name"]])
@@ -228,7 +287,13 @@ def _usage_delta_line(case: Mapping[str, Any]) -> str:
             f"; cost {cost(case['baseline']['cost_usd'])} → {cost(case['candidate']['cost_usd'])} "
             f"({signed(case['cost_delta'], money=True)})"
         )
-    return f"- tokens{mean}: " + ", ".join(parts or ["none"]) + money
+    intervals = [
+        delta_with_interval(case, what)
+        for what in ("tokens", "cost")
+        if (case.get("delta_intervals") or {}).get("tokens" if what == "tokens" else "cost_usd")
+    ]
+    spread = f" · 95% intervals: {', '.join(intervals)}" if intervals else ""
+    return f"- tokens{mean}: " + ", ".join(parts or ["none"]) + money + spread
 
 
 def _case_section(case: Mapping[str, Any], k: int) -> list[str]:
@@ -238,6 +303,9 @@ def _case_section(case: Mapping[str, Any], k: int) -> list[str]:
         "",
         f"- baseline: {side_text(case['baseline'], k)} · candidate: {side_text(case['candidate'], k)}",
     ]
+    rates = trial_rates(case)
+    if rates:
+        lines.append(f"- trials: {cell(rates)}")
     for side in ("baseline", "candidate"):
         if case[side]["error"]:
             lines.append(f"- ⚠️ {side} could not run: {cell(error_text(case[side]['error']))}")
@@ -294,6 +362,16 @@ def comparison_markdown(comparison: Mapping[str, Any]) -> str:
     for side, ids in (("baseline", summary["only_in_baseline"]), ("candidate", summary["only_in_candidate"])):
         if ids:
             lines += [f"Only in the {side} (not compared): " + ", ".join(code(i) for i in ids), ""]
+    if summary.get("flaky"):
+        lines += ["Flaky (trials both pass and fail): " + ", ".join(code(i) for i in summary["flaky"]), ""]
+    if summary.get("regressed_within_noise"):
+        gate = comparison.get("gate", "flip")
+        effect = "do not fail CI (gate significant)" if gate == "significant" else "still fail CI (gate flip)"
+        lines += [
+            f"{summary['regressed_within_noise']} regression(s) within noise (Fisher's exact p ≥ {summary['alpha']}): "
+            f"they {effect}.",
+            "",
+        ]
     rows = []
     for case in comparison["cases"]:
         flips = ", ".join(

@@ -13,6 +13,9 @@ Fault kinds: see `FAULT_KINDS`. Rate limits with real 429s: `Simulator(rate_limi
 see `harness.sim.ratelimit`.
 Message threads (beta `message-threads-2026-08-12`, what the SDK's tool runner uses) are held by the
 server unless `Simulator(threads=False)`; see `harness.sim.threads`.
+Today's API: structured outputs (`harness.sim.structured`), server tools played with synthetic results
+(`harness.sim.server_tools`), Anthropic-defined client tools (`harness.sim.defined_tools`), compaction and
+context-management edits (`harness.sim.context_edits`).
 """
 
 from harness.sim.faults import FAULT_KINDS, Fault

@@ -10,14 +10,19 @@ model (`harness sim --default-model sim-auto:until-corrected`):
 - `rounds=N`: call every tool N times before answering;
 - `until-corrected`: a call whose result has `is_error` is made again with a new input (up to 3 tries),
   and the answer comes as soon as one such call has been corrected;
-- `chat-first`: the first turn of a conversation (no assistant turn yet) answers without any tool, as a model
-  does when the user only says hello; tools are called from the next turn on.
+- `chat-first[=N]`: the user's first turn (or first N turns) is answered without any tool, as a model does
+  when the user only says hello; tools are called from the next turn on. Code that chats first with
+  `messages.create` or a thread's `send` and hands later turns to a tool runner records with it (the SDK's
+  `examples/message_threads.py` chats for two turns: `sim-auto:chat-first=2`).
 
 Server tools (web search, web fetch, code execution, tool search; `harness.sim.server_tools`) are used first,
 each `rounds` times a task, inside the same response: their results are played by the simulator. Anthropic-
 defined client tools (memory, bash, text editor, computer; `harness.sim.defined_tools`) are called like the
 agent's own, with inputs of their published shapes. A `defer_loading` tool is not called until a tool search
 has surfaced it.
+
+With `output_config.format` (structured outputs) the final answer is an instance of the schema, the same
+for the same request (`harness.sim.structured`).
 
 `tool_choice` is honoured as the real API does: `none` answers without tools, `any` and `tool` always
 call (the named tool for `tool`) and write no text before the call. Inputs are seeded from the
@@ -34,11 +39,13 @@ from typing import Any
 
 from harness.sim.conversation import Conversation, Reply, ToolExchange, text_block, tool_use_block
 from harness.sim.defined_tools import defined_kind, input_for
+from harness.sim.ids import request_fingerprint
 from harness.sim.schema_instances import SchemaUnsatisfied, instance_for
 from harness.sim.server_tools import (
     RESULT_TYPES,
     SERVER_LOOP_LIMIT,
     Context,
+    cited_answer,
     is_deferred,
     is_error_result,
     play,
@@ -47,6 +54,7 @@ from harness.sim.server_tools import (
     surfaced,
     urls_in,
 )
+from harness.sim.structured import apply_format
 
 NAME = "auto"
 MAX_TRIES = 3  # calls of one tool in a row that may fail before until-corrected gives up on it
@@ -57,12 +65,12 @@ class AutoOptions:
     serial: bool = False
     rounds: int = 1
     until_corrected: bool = False
-    chat_first: bool = False
+    chat_first: int = 0  # how many of the user's first turns are answered without tools
 
     def label(self) -> str:
         parts = (["serial"] if self.serial else []) + ([f"rounds={self.rounds}"] if self.rounds != 1 else [])
         parts += ["until-corrected"] if self.until_corrected else []
-        parts += ["chat-first"] if self.chat_first else []
+        parts += ["chat-first" + (f"={self.chat_first}" if self.chat_first > 1 else "")] if self.chat_first else []
         return ",".join(parts)
 
 
@@ -72,20 +80,20 @@ class BadOptions(ValueError):
 
 def parse_options(text: str) -> AutoOptions:
     """`serial,rounds=2,until-corrected` (any order, any subset) to options; BadOptions says what is wrong."""
-    serial, rounds, until, chat_first = False, 1, False, False
+    serial, rounds, until, chat_first = False, 1, False, 0
     for raw in filter(None, (part.strip() for part in text.split(","))):
         name, _, value = raw.partition("=")
         if name == "serial" and not value:
             serial = True
         elif name == "until-corrected" and not value:
             until = True
-        elif name == "chat-first" and not value:
-            chat_first = True
+        elif name == "chat-first" and (not value or (value.isdigit() and int(value) >= 1)):
+            chat_first = int(value or 1)
         elif name == "rounds" and value.isdigit() and int(value) >= 1:
             rounds = int(value)
         else:
             raise BadOptions(
-                f"sim-auto option {raw!r} is not one of: serial, rounds=N (N >= 1), until-corrected, chat-first"
+                f"sim-auto option {raw!r} is not one of: serial, rounds=N (N >= 1), until-corrected, chat-first[=N]"
             )
     return AutoOptions(serial, rounds, until, chat_first)
 
@@ -95,10 +103,16 @@ def model(options: AutoOptions, seed: int) -> Callable[[Conversation], Reply]:
 
 
 def answer(conversation: Conversation, options: AutoOptions, seed: int) -> Reply:
+    # With output_config.format the answer is a schema instance, seeded by the request (harness.sim.structured).
+    reply = _answer(conversation, options, seed)
+    return apply_format(conversation, reply, seed, request_fingerprint(conversation.body))
+
+
+def _answer(conversation: Conversation, options: AutoOptions, seed: int) -> Reply:
     choice = conversation.body.get("tool_choice")
     choice = choice if isinstance(choice, dict) else {}
     kind = choice.get("type", "auto")
-    if kind == "none" or (options.chat_first and not conversation.assistant_turns()):
+    if kind == "none" or len(conversation.user_texts()) <= options.chat_first:
         return _final(conversation, _task(conversation), [])
     played, paused = _server_calls(conversation, options, seed, choice)
     # Client tools: the agent's own (with an input_schema) and the Anthropic-defined ones (memory, bash, text
@@ -266,4 +280,5 @@ def _final(conversation: Conversation, exchanges: list[ToolExchange], played: li
     for exchange in exchanges:
         verdict = "failed (is_error)" if exchange.is_error else "returned"
         lines.append(f"- {exchange.name} {verdict}: {exchange.result_text or ''}")
-    return Reply([*played, text_block("\n".join(lines))], "end_turn")
+    cited = cited_answer(results)
+    return Reply([*played, text_block("\n".join(lines)), *([cited] if cited else [])], "end_turn")

@@ -15,11 +15,11 @@ from harness.sim import ids
 from harness.sim.context_edits import Edited
 from harness.sim.conversation import Conversation, Reply, text_block
 from harness.sim.server_tools import CONTAINER_EXPIRES_AT, RESULT_TYPES, server_tool_usage, uses_container
-from harness.sim.structured import apply_format
 from harness.sim.tokens import InputUsage, count_output, count_text
 from harness.sim.validation import ApiError
 
 _CHARS_PER_TOKEN = 4
+_ITERATION_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
 def error_body(error: ApiError, request_id: str) -> dict[str, Any]:
@@ -130,8 +130,6 @@ def build_message(
     edited: Edited | None = None,
 ) -> dict[str, Any]:
     reply = honour_tool_choice(conversation, reply)
-    if not (edited and edited.only_compaction):
-        reply = apply_format(conversation, reply, seed, fingerprint)
     content = [dict(block) for block in reply.content]
     has_thinking = any(block.get("type") == "thinking" for block in content)
     thinks = reply.stop_reason not in ("refusal", "compaction")
@@ -183,8 +181,7 @@ def build_message(
             message_usage.update(input_tokens=count_text(edited.compaction["content"]), output_tokens=0,
                                  cache_creation_input_tokens=0, cache_read_input_tokens=0)
         else:
-            iterations.append({"type": "message", **{key: message_usage[key] for key in (
-                "input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")}})
+            iterations.append({"type": "message", **{key: message_usage[key] for key in _ITERATION_FIELDS}})
         message_usage["iterations"] = iterations
     if edited is not None and edited.context_management is not None:
         extra["context_management"] = edited.context_management

@@ -128,17 +128,28 @@ def search_references(tools: Iterable[dict[str, Any]], query: str) -> list[str]:
 
 
 def surfaced(messages: Iterable[Any]) -> set[str]:
-    """Tool names a tool search has surfaced in these messages or blocks (tool_reference blocks)."""
+    """Tool names a tool search has surfaced in these messages or blocks: the tool_reference blocks of a server
+    tool search's result, or of a client tool's tool_result (a tool search the client runs itself)."""
     names: set[str] = set()
     for item in messages:
         blocks = item.get("content") if isinstance(item, dict) and "role" in item else [item]
         for block in blocks if isinstance(blocks, list) else []:
-            if not (isinstance(block, dict) and block.get("type") == "tool_search_tool_result"):
+            if not isinstance(block, dict):
                 continue
             content = block.get("content")
-            for reference in (content or {}).get("tool_references") or [] if isinstance(content, dict) else []:
-                if isinstance(reference, dict) and isinstance(reference.get("tool_name"), str):
-                    names.add(reference["tool_name"])
+            if block.get("type") == "tool_search_tool_result" and isinstance(content, dict):
+                references = content.get("tool_references") or []
+            elif block.get("type") == "tool_result" and isinstance(content, list):
+                references = content
+            else:
+                continue
+            names.update(
+                reference["tool_name"]
+                for reference in references
+                if isinstance(reference, dict)
+                and reference.get("type", "tool_reference") == "tool_reference"
+                and isinstance(reference.get("tool_name"), str)
+            )
     return names
 
 
@@ -265,6 +276,33 @@ def uses_container(content: Iterable[dict[str, Any]]) -> bool:
     return any(
         block.get("type") == "server_tool_use" and "code_execution" in str(block.get("name")) for block in content
     )
+
+
+def cited_answer(results: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+    """A text block citing the first hit of each web search result (web_search_result_location citations, as
+    the API's answers carry them), or None when there is no search hit to cite."""
+    hits = [
+        block["content"][0]
+        for block in results
+        if block.get("type") == "web_search_tool_result" and isinstance(block.get("content"), list) and block["content"]
+    ]
+    if not hits:
+        return None
+    citations = [
+        {
+            "type": "web_search_result_location",
+            "url": hit["url"],
+            "title": hit["title"],
+            "cited_text": hit["title"],
+            "encrypted_index": _opaque("index", hit["url"]),
+        }
+        for hit in hits
+    ]
+    return {
+        "type": "text",
+        "text": f"The {_LABEL} made these results up; cited as the API cites its sources.",
+        "citations": citations,
+    }
 
 
 def summary(block: dict[str, Any]) -> str:

@@ -2,9 +2,13 @@
 
 message_start, then per block content_block_start / deltas / content_block_stop (one `ping` after the
 first block starts, as in most real recordings), then message_delta with stop_reason and usage, then
-message_stop. Text and thinking arrive a few words per delta; tool input as input_json_delta chunks of
-the JSON text, starting with an empty one like the real API; a thinking block ends with one
-signature_delta. Accumulating the events gives back exactly the Message they came from.
+message_stop. Text and thinking arrive a few words per delta (a text's citations first, one
+citations_delta each); tool and server tool input as input_json_delta chunks of the JSON text, starting
+with an empty one like the real API; a thinking block ends with one signature_delta; a compaction block's
+summary comes in one compaction_delta; server tool results arrive whole in their start event. As in the
+real recordings, `usage.server_tool_use` and `usage.iterations` are sent on message_delta only, with the
+`container` (in its delta) and `context_management`. Accumulating the events gives back exactly the
+Message they came from.
 """
 
 from __future__ import annotations
@@ -32,7 +36,11 @@ def _word_chunks(text: str) -> list[str]:
 
 def _block_events(index: int, block: dict[str, Any]) -> list[Event]:
     kind = block.get("type")
-    if kind == "text":
+    if kind == "text" and block.get("citations"):  # citations first, one delta each, then the text
+        start = {"citations": [], "type": "text", "text": ""}
+        deltas = [{"type": "citations_delta", "citation": citation} for citation in block["citations"]]
+        deltas += [{"type": "text_delta", "text": chunk} for chunk in _word_chunks(block["text"])]
+    elif kind == "text":
         start = {"type": "text", "text": ""}
         deltas = [{"type": "text_delta", "text": chunk} for chunk in _word_chunks(block["text"])]
     elif kind == "thinking":

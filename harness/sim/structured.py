@@ -1,11 +1,12 @@
 """Structured outputs: a request with `output_config.format` (json_schema) is answered with JSON valid against it.
 
 The API guarantees that the answer of such a request is a JSON document matching the schema, which is what
-`client.messages.parse(output_format=Model)` and the streamed `parsed_output` rely on. The simulator keeps
-that promise for every model: an answer whose text already validates (a script that writes JSON) is left
-alone; any other final answer becomes one text block holding an instance of the schema made up by
-`harness.sim.schema_instances`, seeded from the request, so the same request gets the same instance, streamed
-or not. A turn that calls tools is left alone too: the format applies to the answer, not to tool calls.
+`client.messages.parse(output_format=Model)` and the streamed `parsed_output` rely on. `sim-auto` (what any
+Claude model id gets) keeps that promise: its final answer becomes one text block holding an instance of the
+schema made up by `harness.sim.schema_instances`, seeded from the request, so the same request gets the same
+instance, streamed or not. An answer whose text already validates is left alone, and so is a turn that calls
+tools: the format applies to the answer, not to tool calls. A script's or a function model's answer is the
+user's to write (one may rehearse an endpoint that ignores the format), so it is not rewritten.
 
 The older top-level `output_format` field (the beta before `output_config`, still in recorded requests) is
 read the same way.

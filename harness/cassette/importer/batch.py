@@ -59,6 +59,8 @@ def _target_name(relative: Path) -> Path:
     lower = name.lower()
     if lower.endswith(".yaml.gz"):
         name = name[: -len(".gz")]
+    elif lower.endswith(".httprr.gz"):
+        name = name[: -len(".httprr.gz")] + ".yaml"
     elif lower.endswith((".har", ".json", ".httprr")):
         name = name[: name.rfind(".")] + ".yaml"
     return relative.with_name(name)

@@ -5,6 +5,7 @@ recorded one cannot drift apart; and the provenance a foreign file gives (when, 
 
 from __future__ import annotations
 
+import contextlib
 import re
 import zlib
 from collections.abc import Iterable
@@ -150,12 +151,13 @@ def _iso(moment: datetime) -> str:
 
 
 def recorded_at(exchange: Exchange) -> str | None:
-    """When the first exchange happened, where the file says so (HAR's startedDateTime, a Date header)."""
+    """When the first exchange happened, where the file says so (HAR's startedDateTime, VCR's recorded_at in
+    ISO form or RFC 2822, a Date header)."""
     if exchange.started_at:
-        try:
+        with contextlib.suppress(ValueError):
             return _iso(datetime.fromisoformat(exchange.started_at.replace("Z", "+00:00")))
-        except ValueError:
-            pass
+        with contextlib.suppress(TypeError, ValueError):
+            return _iso(parsedate_to_datetime(exchange.started_at))
     for name, value in exchange.response_headers:
         if name.lower() == "date":
             try:

@@ -62,7 +62,7 @@ FORMATS = (
     GO_VCR,
     HTTPRR,
 )
-IMPORTABLE_SUFFIXES = (".yaml.gz", ".yaml", ".yml", ".har", ".json", ".httprr")
+IMPORTABLE_SUFFIXES = (".yaml.gz", ".httprr.gz", ".yaml", ".yml", ".har", ".json", ".httprr")
 
 HTTPRR_MAGIC = b"httprr trace v1\n"
 NESTED_TOO_DEEP = "refused: JSON nested too deep to parse (no Messages API body nests this far)"
@@ -75,7 +75,13 @@ def read_document(path: Path) -> tuple[str, Any]:
     gzipped, head = read_head(path)
     if head.startswith(HTTPRR_MAGIC):
         return HTTPRR, read_bytes_bounded(path, MAX_CASSETTE_BYTES)
-    text = _gunzip_file(path) if gzipped else read_text_bounded(path)
+    if gzipped:
+        raw = _gunzip_file(path)
+        if raw.startswith(HTTPRR_MAGIC):  # `.httprr.gz`, as langchaingo keeps its traces
+            return HTTPRR, raw
+        text = _utf8(raw, path)
+    else:
+        text = read_text_bounded(path)
     data, was_json = _parse_text(text, path)
     return classify(data, path, gzipped=gzipped, was_json=was_json), data
 
@@ -95,7 +101,7 @@ def read_head(path: Path) -> tuple[bool, bytes]:
     return head[:2] == GZIP_MAGIC, head
 
 
-def _gunzip_file(path: Path) -> str:
+def _gunzip_file(path: Path) -> bytes:
     size = path.stat().st_size
     if size > MAX_CASSETTE_BYTES:
         raise CassetteError(f"{size:,} bytes is over the {MAX_CASSETTE_BYTES:,}-byte limit for a cassette", file=path)
@@ -106,6 +112,10 @@ def _gunzip_file(path: Path) -> str:
         raise CassetteError(reason, file=path) from None
     except (OSError, EOFError, zlib.error) as err:
         raise CassetteError(f"not a readable gzip file ({err})", file=path) from None
+    return raw
+
+
+def _utf8(raw: bytes, path: Path) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -151,6 +161,19 @@ def _plain_header_name(loader: yaml.BaseLoader, node: yaml.Node) -> str:
     return name
 
 
+_PLAIN_SCALAR_TAGS = frozenset({"tag:yaml.org,2002:str", "tag:yaml.org,2002:null"})
+
+
+def _plain_scalars(node: yaml.Node) -> bool:
+    """A string, a null, or a mapping of them: data that builds nothing, whatever a loader does with it."""
+    if isinstance(node, yaml.ScalarNode):
+        return node.tag in _PLAIN_SCALAR_TAGS
+    return isinstance(node, yaml.MappingNode) and all(
+        _plain_scalars(key) and isinstance(value, yaml.ScalarNode) and _plain_scalars(value)
+        for key, value in node.value
+    )
+
+
 def _plain_header_name_new(loader: yaml.BaseLoader, node: yaml.Node) -> str:
     """The `new:` form: `[Content-Type]`, or `{args: [Content-Type]}` with nothing but scalars beside it."""
     if isinstance(node, yaml.SequenceNode):
@@ -161,14 +184,7 @@ def _plain_header_name_new(loader: yaml.BaseLoader, node: yaml.Node) -> str:
         name = _one_string(args.value) if isinstance(args, yaml.SequenceNode) else None
         # A `state:` of plain scalars is the istr's cached case-folded form; anything richer could build something.
         state = fields.get("state")
-        if (
-            state is not None
-            and not isinstance(state, yaml.ScalarNode)
-            and not (
-                isinstance(state, yaml.MappingNode)
-                and all(isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode) for k, v in state.value)
-            )
-        ):
+        if state is not None and not _plain_scalars(state):
             name = None
         if set(fields) - {"args", "state"}:
             name = None

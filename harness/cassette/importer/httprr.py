@@ -12,6 +12,7 @@ Lengths are bytes, so the trace is read as bytes, never decoded as a whole.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -102,7 +103,9 @@ def _message(raw: bytes, side: str) -> tuple[str, list[tuple[str, str]], bytes]:
     head, blank, body = raw.partition(_CRLF + _CRLF)
     if not blank:
         raise _Corrupt(f"the {side} has no blank line after its headers")
-    lines = head.decode("latin-1").split("\r\n")  # header bytes are latin-1 in HTTP/1.1
+    # Header bytes are latin-1 in HTTP/1.1; a line may end in a bare LF (Go's reader takes it, and traces
+    # whose scrubbers rewrote a header by hand have them).
+    lines = re.split(r"\r?\n", head.decode("latin-1"))
     headers: list[tuple[str, str]] = []
     for line in lines[1:]:
         name, colon, value = line.partition(":")
