@@ -22,7 +22,7 @@ from typing import Any
 from vcr.serializers import yamlserializer
 
 from harness.cassette.format import CassetteFile, save_cassette
-from harness.cassette.wire import body_bytes, stored_content_type
+from harness.wire.bodies import body_bytes, stored_content_type
 
 MODEL = "claude-sonnet-5"
 HOST = "api.anthropic.com"

@@ -60,7 +60,7 @@ except ModuleNotFoundError:  # pragma: no cover - run as a plain script
 from harness import commands
 from harness.cassette.format import load_cassette
 from harness.cassette.recorder import use_cassette
-from harness.cassette.wire import body_bytes
+from harness.wire.bodies import body_bytes
 
 API_KEY = "sk-ant-bench-0000"
 CACHE_ENV = "LOOP_HARNESS_CACHE_DIR"  # harness.cassette.format.CACHE_ENV; named here so older code can be measured

@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 from harness.cassette.format import load_cassette
-from harness.cassette.wire import body_bytes
+from harness.wire.bodies import body_bytes
 
 try:  # `python -m bench.suite` from the repository root, or `python bench/suite.py`
     from bench._cassettes import write_vcrpy_cassette

@@ -23,9 +23,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.commands.record import record_project_scenario
 from harness.pacing import Pacer
 from harness.project import load_project
+from harness.recording import record_project_scenario
 from harness.report.trials import trial_path
 from harness.sim import RateLimits, Simulator
 from tests.user_projects import AGENT  # the README's agent, as the tests copy it into a project

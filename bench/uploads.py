@@ -23,8 +23,8 @@ from pathlib import Path
 import anthropic
 import httpx2
 
-from harness.cassette.multipart import match_body_of
 from harness.cassette.recorder import use_cassette
+from harness.wire.multipart import match_body_of
 
 UPLOADED = {"id": "file_bench", "type": "file", "filename": "blob.bin", "mime_type": "application/octet-stream",
             "size_bytes": 0, "created_at": "2026-09-07T08:00:00Z", "downloadable": False}

@@ -14,8 +14,6 @@ if TYPE_CHECKING:  # `import x as x`: an explicit re-export, as checkers read it
     from harness.agent_sdk import AgentSdkSession as AgentSdkSession
     from harness.batches import wait_for_batch as wait_for_batch
     from harness.batches import wait_for_batch_async as wait_for_batch_async
-    from harness.cassette.normalize import Normalization as Normalization
-    from harness.cassette.normalize import Substitution as Substitution
     from harness.cassette.recorder import Cassette as Cassette
     from harness.cassette.recorder import CassetteMismatch as CassetteMismatch
     from harness.cassette.recorder import use_cassette as use_cassette
@@ -26,6 +24,15 @@ if TYPE_CHECKING:  # `import x as x`: an explicit re-export, as checkers read it
     from harness.loop import TokenBudget as TokenBudget
     from harness.loop import run_loop as run_loop
     from harness.loop import run_loop_async as run_loop_async
+    from harness.normalize import Normalization as Normalization
+    from harness.normalize import Substitution as Substitution
+    from harness.pacing import Pacer as Pacer
+    from harness.pricing import estimate_cost as estimate_cost
+    from harness.run import TOKEN_KINDS as TOKEN_KINDS
+    from harness.run import Exchange as Exchange
+    from harness.run import ToolCall as ToolCall
+    from harness.run import Usage as Usage
+    from harness.sim import SimulatedApiError as SimulatedApiError
     from harness.sim import Simulator as Simulator
     from harness.testing import assert_trajectory as assert_trajectory
     from harness.tools import Tool as Tool
@@ -34,7 +41,7 @@ if TYPE_CHECKING:  # `import x as x`: an explicit re-export, as checkers read it
     from harness.trajectory import batch_trajectories as batch_trajectories
     from harness.trajectory import load_trajectory as load_trajectory
 
-__version__ = "0.1.0"
+from harness._version import __version__
 
 _EXPORTS: dict[str, str] = {
     "run_loop": "harness.loop",
@@ -56,9 +63,17 @@ _EXPORTS: dict[str, str] = {
     "wait_for_batch": "harness.batches",
     "wait_for_batch_async": "harness.batches",
     "batch_trajectories": "harness.trajectory",
-    "Normalization": "harness.cassette.normalize",
-    "Substitution": "harness.cassette.normalize",
+    "Normalization": "harness.normalize",
+    "Substitution": "harness.normalize",
     "AgentSdkSession": "harness.agent_sdk",
+    # the run model and its price, as the README names them
+    "Exchange": "harness.run",
+    "Usage": "harness.run",
+    "ToolCall": "harness.run",
+    "TOKEN_KINDS": "harness.run",
+    "estimate_cost": "harness.pricing",
+    "Pacer": "harness.pacing",
+    "SimulatedApiError": "harness.sim",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from harness.run import Exchange
+from harness.wire.bodies import REPLAYED_HEADER  # the wire's: no SDK, no cassette
 
 BATCHES_PATH = "/v1/messages/batches"
 _RESULTS_PATH = re.compile(r"^/v1/messages/batches/([^/]+)/results/?$")
@@ -62,8 +63,6 @@ async def wait_for_batch_async(client: Any, batch_id: str, *, interval: float = 
 def _pause(batch: Any, headers: Mapping[str, str], waited: float, interval: float,
            timeout: float | None) -> float | None:
     """Seconds to wait before the next poll (0 after a replayed one), or None once the batch has ended."""
-    from harness.cassette.recorder import REPLAYED_HEADER  # not at import: trajectories need no SDK
-
     if batch.processing_status == "ended":
         return None
     if REPLAYED_HEADER in headers:

@@ -35,16 +35,16 @@ import httpx2
 from anthropic._base_client import BaseClient
 
 from harness.cassette.recorder import Cassette, Lookup
-from harness.cassette.sse import SSE_CONTENT_TYPE, render_sse
-from harness.cassette.wire import body_bytes, replay_headers
 from harness.errors import HarnessError, absolute
 from harness.project import ProjectScenario
 from harness.sim.faults import CHAOS_KINDS, ERROR_STATUSES, KINDS, Fault, cut_body, stream_error
 from harness.sim.faults import normalize_faults as normalize_fault_map
 from harness.trajectory import Trajectory
+from harness.wire.bodies import body_bytes, replay_headers
+from harness.wire.sse import SSE_CONTENT_TYPE, render_sse
 
 if TYPE_CHECKING:
-    from harness_demo.scenarios import Scenario
+    from harness.scenarios import Scenario
 
 # kind -> what the client sees at the chosen request: the shared vocabulary's kinds that chaos can inject
 FAULTS: dict[str, str] = {kind: KINDS[kind] for kind in CHAOS_KINDS}
@@ -294,7 +294,7 @@ class ChaosRun:
         }
 
 
-def scenario_for(cassette: str | Path, name: str | None = None, *, demo: bool = False) -> Scenario | ProjectScenario:
+def scenario_for(cassette: str | Path, name: str | None = None, *, demo: bool = False) -> Scenario:
     """The scenario that records `cassette`: the project's (`[tool.loop-harness.scenarios]`), found by name or
     by its cassette path; with `demo`, the bundled one named `name` or whose cassette path `cassette` ends with."""
     if not Path(cassette).is_file():
@@ -319,23 +319,19 @@ def scenario_for(cassette: str | Path, name: str | None = None, *, demo: bool = 
 
 
 def _demo_scenario_for(cassette: str | Path, name: str | None) -> Scenario:
-    from harness_demo.scenarios import SCENARIOS, scenario
+    from harness.scenarios import scenario_set  # the demo's set, registered through an entry point
 
-    known = ", ".join(item.name for item in SCENARIOS)
+    demo = scenario_set("demo")
     if name is not None:
-        try:
-            return scenario(name)
-        except KeyError:
-            raise HarnessError(f"no scenario {name!r}; known: {known}") from None
-    posix = Path(cassette).resolve().as_posix()
-    for item in SCENARIOS:
-        if posix.endswith("/" + item.cassette):
-            return item
-    raise HarnessError(f"no bundled scenario records this cassette; pass --scenario NAME (known: {known})",
-                       file=absolute(cassette))
+        return demo.scenario(name)
+    found = demo.recording(cassette)
+    if found is None:
+        raise HarnessError(f"no bundled scenario records this cassette; pass --scenario NAME (known: {demo.known()})",
+                           file=absolute(cassette))
+    return found
 
 
-def _replay(item: Scenario | ProjectScenario, path: Path, faults: Mapping[int, str]) -> tuple[Any, ChaosCassette]:
+def _replay(item: Scenario, path: Path, faults: Mapping[int, str]) -> tuple[Any, ChaosCassette]:
     import anthropic
 
     def client_for(asynchronous: bool) -> Any:

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from harness import __version__
+from harness._version import __version__
 from harness.errors import HarnessError
 
 # name -> one-line help; the command `harness NAME` is the module harness/commands/NAME.py

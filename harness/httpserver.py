@@ -39,10 +39,10 @@ from types import TracebackType
 from typing import Any, ClassVar, Literal, Protocol
 from urllib.parse import urlsplit
 
-from harness.cassette.format import atomic_write_text
-from harness.cassette.sse import render_event
-from harness.cassette.wire import FRAMING, HOP_BY_HOP, body_bytes, replay_headers
 from harness.errors import HarnessError
+from harness.files import atomic_write_text
+from harness.wire.bodies import FRAMING, HOP_BY_HOP, body_bytes, replay_headers
+from harness.wire.sse import render_event
 
 LOOPBACK = "127.0.0.1"
 LISTEN_QUEUE = 128  # socketserver's default of 5 resets connections from a burst of async calls

@@ -82,3 +82,11 @@ def _drop(value: Any, path: tuple[str, ...]) -> Any:
             return [item for i, item in enumerate(value) if i not in indexes]
         return [_drop(item, rest) if i in indexes else item for i, item in enumerate(value)]
     return value
+
+
+def json_path(parts: Any) -> str:
+    """`$.interactions[3].response.status` from a jsonschema error path."""
+    out = "$"
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out

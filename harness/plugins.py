@@ -1,4 +1,4 @@
-"""What installed packages add to the library through entry points: checks and simulator models.
+"""What installed packages add to the library through entry points: checks, simulator models, scenarios.
 
 An entry point group names objects in other packages (`[project.entry-points."loop_harness.checks"]`);
 the library never imports those packages by name. The bundled demo joins this way, as a user's package
@@ -16,6 +16,7 @@ V = TypeVar("V")
 
 CHECKS_GROUP = "loop_harness.checks"  # each entry: a family's CHECKS, a sequence of harness.checks.CheckSpec
 SIM_MODELS_GROUP = "loop_harness.sim_models"  # each entry: a harness.sim.policies.AddedPolicy, named by the entry
+SCENARIOS_GROUP = "loop_harness.scenarios"  # each entry: a harness.scenarios.ScenarioSet, named by the entry
 
 
 @cache

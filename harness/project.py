@@ -75,7 +75,7 @@ class Project:
     golden: Path
     suites: tuple[Path, ...]
     scenarios: Mapping[str, str] = field(default_factory=dict)  # name -> "module:function"
-    matching: Any = None  # harness.cassette.normalize.Normalization of [tool.loop-harness.matching], if any
+    matching: Any = None  # harness.normalize.Normalization of [tool.loop-harness.matching], if any
 
     def describe_config(self) -> str:
         """Where settings come from, for hints: the file's [tool.loop-harness], or where to put one."""
@@ -211,7 +211,7 @@ def _load(root: Path) -> Project:
                                where=f"[{CONFIG_TABLE}.scenarios]")
     matching = None
     if "matching" in table:
-        from harness.cassette.normalize import Normalization  # cheap: no SDK, no HTTP
+        from harness.normalize import Normalization  # cheap: no SDK, no HTTP
 
         try:
             matching = Normalization.from_data(table["matching"], where=f"[{CONFIG_TABLE}.matching]")

@@ -43,7 +43,6 @@ from harness.cassette import modes
 from harness.cassette.journal import Journal, journal_path, read_journal
 from harness.cassette.recorder import Cassette, CassetteMismatch, Mode
 from harness.cassette.redact import redact_target
-from harness.cassette.sse import SSE_CONTENT_TYPE, parse_sse
 from harness.cassette.storage import recording_turn
 from harness.cassette.transport import failure_kind
 from harness.errors import HarnessError
@@ -58,6 +57,7 @@ from harness.httpserver import (
     send_miss,
     write_recorded,
 )
+from harness.wire.sse import SSE_CONTENT_TYPE, parse_sse
 
 PROXY_MODES: tuple[str, ...] = ("once", "new_episodes", "all", "rewrite", "fork")
 PROXY_ERROR_HEADER = "x-harness-proxy-error"  # on the 502 the proxy sends when the upstream failed

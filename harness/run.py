@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.cassette.wire import response_message
 from harness.jsondata import canonical_json
+from harness.wire.bodies import response_message
 
 __all__ = [
     "API_USAGE_FIELDS",

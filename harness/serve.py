@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.cassette.normalize import Normalization
 from harness.cassette.recorder import Cassette, CassetteMismatch
 from harness.cassette.redact import redact_target
 from harness.errors import HarnessError, absolute
@@ -41,6 +40,7 @@ from harness.httpserver import (
     send_miss,
     write_recorded,
 )
+from harness.normalize import Normalization
 
 STATUS_PATH = "/_harness/status"
 

@@ -1,6 +1,7 @@
 """`harness record --demo`: re-record the bundled demo's cassettes against an in-process simulator.
 
-The command's arguments are harness/commands/record.py's; it hands `--demo` runs to `run_demo`. Rehearsals,
+The command's arguments are harness/commands/record.py's; it hands `--demo` runs to the scenario set this
+module registers (`DEMO`, entry point group loop_harness.scenarios), whose `record` is `run_demo`. Rehearsals,
 not recordings of Claude, written into the demo's own cassettes/ folder of a checkout, or `--cassettes DIR`:
 never into a user's project unless told where.
 """
@@ -11,10 +12,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.commands.record import RecordJob, run_jobs
 from harness.errors import HarnessError
 from harness.evals.trial_files import trial_path
+from harness.recording import RecordJob, run_jobs
 from harness.report._text import counted
+from harness.scenarios import ScenarioSet
 from harness_demo.scenarios import SCENARIOS, Scenario, record_scenario, scenario
 
 # The demo's recordings live in a checkout of loop-harness, beside the package; an install has none.
@@ -99,3 +101,8 @@ def _note(item: Scenario, args: argparse.Namespace) -> str:
     if args.system_prompt_file is None:
         return ""
     return f" (system prompt from {args.system_prompt_file})" if item.system_prompt else " (its own system prompt)"
+
+
+# The demo's scenarios as the library sees them: `harness record --demo` and `harness chaos --demo` find
+# this through the loop_harness.scenarios entry point (pyproject.toml), never by importing this package.
+DEMO = ScenarioSet("demo", SCENARIOS, DEMO_CASSETTES if DEMO_CASSETTES.is_dir() else None, run_demo)

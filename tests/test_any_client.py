@@ -277,6 +277,13 @@ def test_with_neither_key_nor_base_url_recording_says_both_ways_out_in_one_line(
     assert not (tmp_path / "nokey.yaml").exists()
 
 
+def test_an_empty_base_url_is_named_as_such(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "")  # `$(cat sim.url)` before the simulator wrote it
+    with use_cassette(tmp_path / "nokey.yaml", mode="once"), pytest.raises(MissingCredential) as raised:
+        anthropic.Anthropic(max_retries=0).messages.create(**ASK)
+    assert "no API key to record against an empty base URL: set ANTHROPIC_API_KEY" in str(raised.value)
+
+
 def test_a_key_that_is_set_is_sent_as_it_is(tmp_path: Path) -> None:
     seen: list[str | None] = []
 

@@ -24,10 +24,12 @@ from vcr.serializers import yamlserializer
 from bench import replay
 from bench._cassettes import agent_interactions, write_all
 from harness.cassette import format as cassette_format
+from harness.cassette import parse_cache
+from harness.cassette import schema as cassette_schema
 from harness.cassette.format import CassetteFile, dump_cassette, load_cassette, save_cassette
 from harness.cassette.recorder import Cassette, use_cassette
-from harness.cassette.wire import body_bytes
 from harness.errors import CassetteError
+from harness.wire.bodies import body_bytes
 
 # -- the benchmark ---------------------------------------------------------------------------------------
 
@@ -199,15 +201,15 @@ def _mutations(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_the_quick_check_never_accepts_what_jsonschema_rejects() -> None:
-    assert cassette_format._schema_is_v1(), "schema.json changed: review _plainly_valid_v1 and its digest"
+    assert cassette_schema._schema_is_v1(), "schema.json changed: review _plainly_valid_v1 and its digest"
     data = CassetteFile(meta={"format_version": 1, "source": "simulator"},
                         interactions=agent_interactions(12)).to_data()
-    assert cassette_format._plainly_valid_v1(data), "a plain valid cassette takes the quick path"
-    schema_validator = cassette_format._validator()
+    assert cassette_schema._plainly_valid_v1(data), "a plain valid cassette takes the quick path"
+    schema_validator = cassette_schema._validator()
     variants = _mutations(data)
     quick_rejected = 0
     for variant in variants:
-        if cassette_format._plainly_valid_v1(variant):
+        if cassette_schema._plainly_valid_v1(variant):
             assert schema_validator.is_valid(variant), "the quick check accepted what the schema rejects"
         else:
             quick_rejected += 1
@@ -218,27 +220,27 @@ def test_the_quick_check_of_the_provenance_block_never_accepts_what_jsonschema_r
     meta = {"format_version": 1, "source": "simulator", "recorded_at": None, "endpoint": "127.0.0.1",
             "sdk_version": "anthropic-python 2.14.0", "fingerprints": {"model": "sha256:ab", "system": None},
             "imported_from": {"path": "a.yaml", "format": "vcrpy"}, "note": "n", "simulator_model": "sim-auto"}
-    assert cassette_format._plain_harness(meta), "a plain provenance block takes the quick path"
-    schema_validator = cassette_format._validator()
+    assert cassette_schema._plain_harness(meta), "a plain provenance block takes the quick path"
+    schema_validator = cassette_schema._validator()
     edits = [("format_version", 2), ("format_version", True), ("format_version", 1.0), ("source", "claude"),
              ("source", None), ("recorded_at", 5), ("endpoint", ["h"]), ("sdk_version", 2.1), ("note", None),
              ("fingerprints", {"model": 1}), ("fingerprints", []), ("imported_from", {"path": 3}),
              ("imported_from", "a.yaml")]
     for key, value in edits:
         variant = {**meta, key: value}
-        if cassette_format._plain_harness(variant):  # stricter than the schema where simpler (1.0 is not 1 here)
+        if cassette_schema._plain_harness(variant):  # stricter than the schema where simpler (1.0 is not 1 here)
             assert schema_validator.is_valid({"harness": variant, "interactions": []}), (key, value)
-        assert not cassette_format._plain_harness(variant), f"{key}={value!r} is left to jsonschema"
+        assert not cassette_schema._plain_harness(variant), f"{key}={value!r} is left to jsonschema"
     for missing in ("format_version", "source"):
         variant = {k: v for k, v in meta.items() if k != missing}
-        assert not cassette_format._plain_harness(variant)
+        assert not cassette_schema._plain_harness(variant)
 
 
 def test_errors_still_come_from_jsonschema_with_their_json_path(tmp_path: Path) -> None:
     data = CassetteFile(meta={"format_version": 1, "source": "simulator"}, interactions=agent_interactions(3))
     data.interactions[2]["response"]["status"] = "ok"
     with pytest.raises(CassetteError) as caught:
-        cassette_format.validate(data.to_data())
+        cassette_schema.validate(data.to_data())
     assert caught.value.where == "$.interactions[2].response.status"
 
 
@@ -248,7 +250,7 @@ def test_errors_still_come_from_jsonschema_with_their_json_path(tmp_path: Path) 
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "parse-cache"
-    monkeypatch.setenv(cassette_format.CACHE_ENV, str(folder))
+    monkeypatch.setenv(parse_cache.CACHE_ENV, str(folder))
     monkeypatch.setattr(cassette_format, "CACHE_MIN_BYTES", 0)
     return folder
 
@@ -301,7 +303,7 @@ def test_invalid_or_unjsonable_cassettes_are_never_cached(tmp_path: Path, cache:
 
 
 def test_the_cache_can_be_turned_off(tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(cassette_format.CACHE_ENV, "")
+    monkeypatch.setenv(parse_cache.CACHE_ENV, "")
     load_cassette(_cassette(tmp_path, agent_interactions(2)))
     assert not cache.exists()
 

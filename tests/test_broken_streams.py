@@ -17,13 +17,13 @@ import pytest
 
 from harness.cassette.format import check_streams, load_cassette
 from harness.cassette.recorder import Cassette, use_cassette
-from harness.cassette.sse import MalformedStream, check_stream, fold_stream, render_sse
 from harness.cli import main
 from harness.errors import CassetteError
 from harness.proxy import RecordingProxy
 from harness.serve import ReplayServer
 from harness.sim import Simulator
 from harness.sim.faults import Fault
+from harness.wire.sse import MalformedStream, check_stream, fold_stream, render_sse
 
 REPO = Path(__file__).resolve().parents[1]
 STREAM = REPO / "cassettes" / "dayflow" / "brief_stream.yaml"

@@ -8,8 +8,8 @@ import pytest
 
 from harness.cassette.format import CassetteFile, dump_cassette, load_cassette, save_cassette
 from harness.cassette.scan import scan_paths
-from harness.cassette.sse import fold_stream, parse_sse, render_sse
 from harness.errors import CassetteError
+from harness.wire.sse import fold_stream, parse_sse, render_sse
 
 GOOD = """\
 harness:

@@ -15,7 +15,7 @@ from harness import use_cassette
 from harness.cassette.format import load_cassette
 from harness.commands import serve
 from harness.proxy import RecordingProxy
-from harness.report.drift import fork_line
+from harness.report.drift_markdown import fork_line
 from harness.sim import Simulator
 from harness_demo.dayflow import build_registry
 

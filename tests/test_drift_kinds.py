@@ -138,7 +138,8 @@ def test_a_request_is_classified_as_matching_sees_it() -> None:
 
 
 def test_report_entries_drifted_ends_early_and_replays(tmp_path: Path) -> None:
-    from harness.report.drift import cassette_entry, drift_document, drift_markdown
+    from harness.report.drift import cassette_entry, drift_document
+    from harness.report.drift_markdown import drift_markdown
 
     paths = {name: tmp_path / f"{name}.yaml" for name in ("same", "short", "changed")}
     for path in paths.values():

@@ -168,6 +168,10 @@ def test_discovering_folders_and_files(project: Path) -> None:
     assert [s.name for s in discover_suites([project / "golden"])] == ["one", "two"]
     with pytest.raises(GoldenError, match="not a suite"):
         discover_suites([write(project / "notes.txt", "hi")])
+    cassette = write(project / "cassettes" / "a.yaml", "harness:\n  format_version: 1\ninteractions: []\n")
+    for given in (cassette, cassette.parent):  # a cassette, or a folder of them, given where a suite goes
+        with pytest.raises(GoldenError, match="a cassette, not a suite: write its golden with `harness bless`"):
+            discover_suites([given])
 
 
 def test_project_root_and_relative_paths(project: Path) -> None:

@@ -224,7 +224,7 @@ def test_the_streamed_document_equals_the_one_built_in_memory(
     )
 
 
-# One-way imports (evals never import report; no cycle): tests/test_module_graph.py checks the whole package.
+# One-way imports (evals never import report; no cycle): tests/test_layers.py checks the whole package.
 
 
 def test_the_eval_scale_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:

@@ -22,10 +22,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from harness import Simulator, load_trajectory, run_loop_async, use_cassette
-from harness.export import live
 from harness.export.otel import trajectory_spans
 from harness.loop import _loop_spans
 from harness.sim import Fault
+from harness.telemetry import live
 from harness_demo.dayflow import SYSTEM_PROMPT, build_registry, run_brief, user_prompt
 
 KEY = "sk-ant-test-not-a-real-key"

@@ -15,11 +15,11 @@ import pytest
 from harness import CassetteMismatch, use_cassette
 from harness.batches import wait_for_batch
 from harness.cassette.format import load_cassette
-from harness.cassette.multipart import INLINE_LIMIT, parts_folder
 from harness.errors import CassetteError
 from harness.sim import Simulator
-from harness.sim.batches import POLLS_TO_END
+from harness.sim.batch_api import POLLS_TO_END
 from harness.trajectory import batch_trajectories
+from harness.wire.multipart import INLINE_LIMIT, parts_folder
 
 OFFLINE = "http://127.0.0.1:9"  # nothing listens there: a replay that tried the network would fail
 NOTES = b"Quarterly notes\nline two\n"
@@ -211,7 +211,7 @@ def test_files_need_a_key_and_name_what_is_missing() -> None:
 
 
 def test_a_multipart_body_kept_as_base64_by_a_foreign_recorder_is_stored_as_parts() -> None:
-    from harness.cassette.wire import store_body
+    from harness.wire.bodies import store_body
 
     boundary = "b0undary"
     raw = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.pdf\"\r\n"
@@ -326,7 +326,7 @@ def test_parts_are_cut_exactly_as_the_standard_librarys_full_parser_reads_them()
 
     import httpx2
 
-    from harness.cassette.multipart import split_parts
+    from harness.wire.multipart import split_parts
 
     chooser = random.Random(7)
     for _ in range(300):

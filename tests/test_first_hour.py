@@ -249,7 +249,7 @@ def test_scan_of_a_folder_with_nothing_to_scan_is_exit_2(tmp_path: Path, capsys:
 
 
 def test_written_files_follow_the_umask(tmp_path: Path) -> None:
-    from harness.cassette.format import atomic_write_text
+    from harness.files import atomic_write_text
 
     previous = os.umask(0o022)
     try:

@@ -26,10 +26,10 @@ import pytest
 
 from harness.cassette.format import MAX_CASSETTE_BYTES, load_cassette
 from harness.cassette.importer import import_file, load_any_cassette
-from harness.cassette.wire import MAX_DECOMPRESSED_BYTES
 from harness.chaos import time_limit
 from harness.cli import main
 from harness.errors import HarnessError
+from harness.wire.bodies import MAX_DECOMPRESSED_BYTES
 
 REPO = Path(__file__).resolve().parents[1]
 CHILD_MEMORY = 2 * 1024**3  # address space for a child: far above what a refusal needs, far below a bomb

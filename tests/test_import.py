@@ -34,9 +34,9 @@ from harness.cassette.importer import (
     import_paths,
     load_any_cassette,
 )
-from harness.cassette.wire import GZIP_MAGIC, MAX_DECOMPRESSED_BYTES, response_message
 from harness.commands import import_ as import_cli
 from harness.errors import CassetteError
+from harness.wire.bodies import GZIP_MAGIC, MAX_DECOMPRESSED_BYTES, response_message
 from tests.conftest import require_real_cassettes
 
 OPENLLMETRY_JSON = "openllmetry/test_messages/test_anthropic_message_create_legacy.yaml"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.cassette.recorder import use_cassette
-from harness.pytest_marker import MARKER_OWN, keywords_of
+from harness.pytest_plugin.marker import MARKER_OWN, keywords_of
 
 pytest_plugins = ["pytester"]
 

@@ -14,7 +14,9 @@ import pytest
 
 from harness import use_cassette
 from harness.cassette.format import load_cassette
-from harness.cassette.normalize import (
+from harness.cassette.recorder import CassetteMismatch
+from harness.errors import CassetteError
+from harness.normalize import (
     Machine,
     Normalization,
     RuleError,
@@ -23,8 +25,6 @@ from harness.cassette.normalize import (
     preset,
     response_events,
 )
-from harness.cassette.recorder import CassetteMismatch
-from harness.errors import CassetteError
 from tests.conftest import REPO
 
 

@@ -24,11 +24,11 @@ import pytest
 from harness.cassette.format import load_cassette
 from harness.cassette.recorder import use_cassette
 from harness.cassette.redact import find_secrets
-from harness.cassette.wire import response_message
 from harness.errors import HarnessError
 from harness.httpserver import MISS_HEADER
 from harness.proxy import PROXY_ERROR_HEADER, RecordingProxy, _EventSplitter
 from harness.sim import Fault, Simulator
+from harness.wire.bodies import response_message
 from tests.clocks import FakeClock
 from tests.harness_processes import HANG_SECONDS, start_serving_command
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 import harness
-from harness.cassette.normalize import Normalization
 from harness.cassette.recorder import Cassette, use_cassette
 from harness.errors import CassetteError
+from harness.normalize import Normalization
 from tests.conftest import REPO
 
 

@@ -19,7 +19,7 @@ import anthropic
 import httpx2
 import pytest
 
-from harness.cassette.format import CassetteFile, load_cassette, save_cassette, validate
+from harness.cassette.format import CassetteFile, load_cassette, save_cassette
 from harness.cassette.importer import (
     HAR,
     PYDANTIC_AI_YAML,
@@ -31,8 +31,9 @@ from harness.cassette.importer import (
 )
 from harness.cassette.recorder import use_cassette
 from harness.cassette.redact import REQUEST_HEADERS_KEPT, RESPONSE_HEADER_PREFIXES_KEPT, RESPONSE_HEADERS_KEPT
-from harness.cassette.wire import response_message
+from harness.cassette.schema import validate
 from harness.commands import import_ as import_cli
+from harness.wire.bodies import response_message
 from tests.conftest import REAL_CASSETTES as CORPUS
 from tests.conftest import corpus_params
 

@@ -15,12 +15,12 @@ import pytest
 
 from harness.cassette.format import CassetteFile, load_cassette, save_cassette
 from harness.cassette.recorder import CassetteMismatch, use_cassette
-from harness.cassette.sse import render_event
 from harness.errors import HarnessError
 from harness.httpserver import MISS_HEADER, write_recorded
 from harness.proxy import RecordingProxy
 from harness.serve import STATUS_PATH, ReplayServer
 from harness.sim import Simulator
+from harness.wire.sse import render_event
 from tests.clocks import FakeClock
 from tests.harness_processes import HANG_SECONDS, start_serving_command
 

@@ -381,7 +381,7 @@ def test_show_a_bad_file_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_a_stream_cut_off_mid_message_is_a_failed_try(tmp_path: Path) -> None:
     from harness.cassette.format import CassetteFile, save_cassette
-    from harness.cassette.sse import parse_sse
+    from harness.wire.sse import parse_sse
 
     events = parse_sse(sse_body(message([text("Hello there")])).decode())
     cut = [e for e in events if e.get("event") not in ("message_delta", "message_stop")][:-1]

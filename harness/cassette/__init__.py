@@ -1,8 +1,12 @@
 """Cassettes: the file, matching, redaction, the recording and replay client, foreign imports.
 
-format (the YAML file, its schema, the parse cache, atomic writes) · storage (load and save as the mode says,
-the recording turn and its lock) · match, lookup, normalize, sequence, drift (which recording a request is,
-and how it changed when none is) · transport (the replay patch on httpx2's transports) · capture and redact
-(what a recording keeps, secrets removed) · mismatch (the miss as an error a person can act on) · recorder
-(`Cassette`, `use_cassette`: the public front over those parts) · importer, scan (foreign cassettes, secrets).
+The cassette floor (tests/test_layers.py): above the foundations (harness.wire, harness.files, harness.safe_yaml),
+the run model, the loop and the project with its matching rules (harness.normalize); below the trajectory.
+
+format (load, dump, save) with schema (schema.json, `validate`) and parse_cache · storage (load and save as the
+mode says, the recording turn and its lock) · match, lookup, sequence, drift (which recording a request is, and
+how it changed when none is) · transport (the replay patch on httpx2's transports, answering against its small
+`Player` protocol) · capture and redact (what a recording keeps, secrets removed) · mismatch (the miss as an
+error a person can act on) · recorder (`Cassette`, `use_cassette`: the public front over those parts) ·
+importer, scan (foreign cassettes, secrets).
 """

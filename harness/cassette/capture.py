@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from harness.cassette.normalize import Applied, Normalization, response_events
 from harness.cassette.redact import (
     Scrubber,
     credentials_sent,
@@ -23,8 +22,9 @@ from harness.cassette.redact import (
     redact_interaction,
     stored_request_head,
 )
-from harness.cassette.wire import store_body
 from harness.jsondata import run_fingerprints
+from harness.normalize import Applied, Normalization, response_events
+from harness.wire.bodies import store_body
 
 
 class Capture:
@@ -39,7 +39,7 @@ class Capture:
         # Recorded 400 invalid_request_error answers: the upstream refused the shape the client sent.
         self.rejected: list[dict[str, Any]] = []
         self.provenance: dict[str, Any] = {}
-        self.spans: Any = None  # harness.export.live.CassetteSpans when the recording is traced
+        self.spans: Any = None  # harness.telemetry.live.CassetteSpans when the recording is traced
 
     def record(
         self,
@@ -151,9 +151,9 @@ def normalized_response(stored: dict[str, Any], applied: Applied) -> dict[str, A
 
 
 def spans_for(provider: Any) -> Any:
-    """Spans for what the cassette records (harness/export/live.py), or None; nothing per replayed request."""
+    """Spans for what the cassette records (harness/telemetry/live.py), or None; nothing per replayed request."""
     if provider is None and "opentelemetry.trace" not in sys.modules:
         return None  # nobody imported OpenTelemetry, so no global provider is set
-    from harness.export.live import cassette_spans
+    from harness.telemetry.live import cassette_spans
 
     return cassette_spans(provider)

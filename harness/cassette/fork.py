@@ -27,9 +27,9 @@ from typing import Any
 
 from harness.cassette.drift import Drift
 from harness.cassette.match import stored_request_body
-from harness.cassette.wire import response_message
 from harness.pricing import estimate_cost
 from harness.run import Usage
+from harness.wire.bodies import response_message
 
 __all__ = ["ForkReport", "Spend", "fork_provenance", "spend_of"]
 

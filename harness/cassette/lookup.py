@@ -1,7 +1,7 @@
 """One run's matching: which recording answers each request of the run, what was played, what missed.
 
 The index over the recorded requests (`harness.cassette.match`) with the run's normalization rules
-(`harness.cassette.normalize`) and matching policy (`harness.cassette.sequence`) applied. `Matcher.lookup`
+(`harness.normalize`) and matching policy (`harness.cassette.sequence`) applied. `Matcher.lookup`
 registers one request of the run and finds its recording; `Matcher.play` marks it played. The transport
 patch, the proxy and the replay server all reach these two through `Cassette`, whatever carries the requests.
 """
@@ -29,11 +29,10 @@ from harness.cassette.match import (
 )
 from harness.cassette.mismatch import CassetteMismatch
 from harness.cassette.modes import Mode
-from harness.cassette.multipart import match_body_of
-from harness.cassette.normalize import CLAUDE_CODE_PRESET, Applied, Normalization, is_claude_code
 from harness.cassette.redact import credentials_in, header_items, redact_live_request
-from harness.cassette.sequence import Drift as ToolResultDrift
-from harness.cassette.sequence import SequenceMatcher
+from harness.cassette.sequence import SequenceMatcher, ToolResultDrift
+from harness.normalize import CLAUDE_CODE_PRESET, Applied, Normalization, is_claude_code
+from harness.wire.multipart import match_body_of
 
 
 @dataclass
@@ -106,7 +105,7 @@ class Matcher:
         """Positions of recorded interactions that this run never asked for."""
         return [position for position, count in enumerate(self.play_counts) if count == 0]
 
-    # -- normalization (harness.cassette.normalize): hooks kept small, the rules live there --------------
+    # -- normalization (harness.normalize): hooks kept small, the rules live there --------------
     @property
     def ignore(self) -> tuple[str, ...]:
         return self.ignore_fields + self.rules.ignore

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from harness.cassette import multipart
 from harness.jsondata import canonical_json, drop_paths, parse_path
+from harness.wire import multipart
 
 
 def normalize_query(query: str | None) -> str:

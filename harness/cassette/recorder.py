@@ -36,13 +36,13 @@ from harness.cassette.lookup import Lookup, Matcher
 from harness.cassette.match import RequestIndex
 from harness.cassette.mismatch import CassetteMismatch
 from harness.cassette.modes import MODES, Mode, placeholder_credential
-from harness.cassette.normalize import Normalization
 from harness.cassette.redact import Scrubber
-from harness.cassette.sequence import Drift as ToolResultDrift
+from harness.cassette.sequence import ToolResultDrift
 from harness.cassette.shared_tls import shared_tls_contexts
 from harness.cassette.storage import Storage, Turn, recording_turn
 from harness.cassette.transport import REPLAYED_HEADER, AmbiguousCassette
 from harness.errors import CassetteError
+from harness.normalize import Normalization
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -91,7 +91,7 @@ class Cassette:
 
     allow_unused: bool = False  # the pytest plugin's marker option: unplayed recordings do not fail the test
     # Set, `save()` hands the cassette to it instead of writing: the pytest plugin collects what each test of a
-    # shared cassette recorded in rewrite/all, to write the cassette once for the session (harness.pytest_shared).
+    # shared cassette recorded in rewrite/all, to write it once for the session (harness.pytest_plugin.shared).
     deferred: Callable[[Cassette], None] | None = None
 
     # The file (storage.Storage)
@@ -118,7 +118,7 @@ class Cassette:
     rejected: _Part[list[dict[str, Any]]] = _Part("capture")  # recorded 400 invalid_request_error answers
     scrubbers: _Part[tuple[Scrubber, ...]] = _Part("capture")
     secret_headers: _Part[tuple[str, ...]] = _Part("capture")  # more headers whose values are credentials
-    spans: _Part[Any] = _Part("capture")  # harness.export.live.CassetteSpans when traced (use_cassette)
+    spans: _Part[Any] = _Part("capture")  # harness.telemetry.live.CassetteSpans when traced (use_cassette)
 
     def __init__(
         self,

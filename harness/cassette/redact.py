@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import SplitResult, parse_qsl, quote, urlencode
 
-from harness.cassette.multipart import is_match_body, match_body, parse_parts
 from harness.cassette.pdf_streams import holds_pdf, rewrite_flate_streams
+from harness.wire.multipart import is_match_body, match_body, parse_parts
 
 REQUEST_HEADERS_KEPT = frozenset({"anthropic-version", "anthropic-beta", "content-type"})
 RESPONSE_HEADERS_KEPT = frozenset(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.cassette.normalize import MATCH_POLICIES, PRESETS, Normalization, RuleError, Substitution, preset
+from harness.normalize import MATCH_POLICIES, PRESETS, Normalization, RuleError, Substitution, preset
 
 
 def add_rule_arguments(parser: argparse.ArgumentParser) -> None:

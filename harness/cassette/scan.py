@@ -25,14 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.cassette.format import parse_yaml
 from harness.cassette.importer import httprr
 from harness.cassette.importer.detect import HTTPRR_MAGIC, ForeignLoader
 from harness.cassette.pdf_streams import holds_pdf, rewrite_flate_streams
 from harness.cassette.redact import find_secrets, stream_blocks
-from harness.cassette.sse import parse_sse
-from harness.cassette.wire import GZIP_MAGIC, BodyTooLarge, gunzip_bounded
 from harness.errors import HarnessError
+from harness.safe_yaml import parse_yaml
+from harness.wire.bodies import GZIP_MAGIC, BodyTooLarge, gunzip_bounded
+from harness.wire.sse import parse_sse
 
 SCANNED_SUFFIXES = (".yaml", ".yml", ".json", ".har", ".txt", ".md", ".yaml.gz", ".yml.gz", ".json.gz", ".har.gz",
                     ".httprr", ".httprr.gz")

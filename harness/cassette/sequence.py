@@ -4,7 +4,7 @@ A coding agent runs its tools on the machine it runs on, so on replay the next r
 output from this machine (a listing in another order, a timestamp, a path the rules did not cover).
 Under `sequence`, a request whose only difference from a recorded one still waiting to be played is
 inside tool_result content is served that recording (the first such, in recorded order), and the
-difference is kept as a `Drift`: a warning with the diff, listed by the run's report. Any other
+difference is kept as a `ToolResultDrift`: a warning with the diff, listed by the run's report. Any other
 difference is still a miss.
 """
 
@@ -21,7 +21,7 @@ TOOL_OUTPUT = "$TOOL_OUTPUT"
 
 
 @dataclass(frozen=True)
-class Drift:
+class ToolResultDrift:
     """A request served under `sequence` although its tool_result content differs from the recording."""
 
     position_in_run: int  # 0-based, among the run's requests
@@ -81,7 +81,7 @@ class SequenceMatcher:
     def _key(self, method: str, path: str, query: str | None, body: Any) -> bytes:
         return request_fingerprint(method, path, query, without_tool_output(body), self._ignore)
 
-    def drifted(self, request: _Request, play_counts: Sequence[int]) -> Drift | None:
+    def drifted(self, request: _Request, play_counts: Sequence[int]) -> ToolResultDrift | None:
         """The drift that lets `request` be served the next unplayed recording, or None (then it is a miss)."""
         queue = self._queues.get(self._key(request.method, request.path, request.query, request.body))
         if not queue:
@@ -90,4 +90,4 @@ class SequenceMatcher:
         if position is None:
             return None
         recorded = stored_request_body(self._requests[position])
-        return Drift(request.position_in_run, position, tuple(diff_summary(recorded, request.body)))
+        return ToolResultDrift(request.position_in_run, position, tuple(diff_summary(recorded, request.body)))

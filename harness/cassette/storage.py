@@ -18,9 +18,9 @@ from harness.cassette.format import CassetteFile, check_streams, load_cassette, 
 from harness.cassette.lock import RecordingLock
 from harness.cassette.mismatch import CassetteMismatch
 from harness.cassette.modes import Mode
-from harness.cassette.normalize import Normalization
 from harness.cassette.redact import rewrite_request_id
 from harness.errors import CassetteError, HarnessError
+from harness.normalize import Normalization
 from harness.project import load_project
 
 

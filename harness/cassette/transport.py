@@ -47,7 +47,8 @@ import ipaddress
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 from unittest import mock
 
 import anthropic
@@ -56,11 +57,39 @@ from anthropic._base_client import BaseClient
 from anthropic._compat import model_copy
 
 from harness.cassette.modes import PLACEHOLDER_API_KEY
-from harness.cassette.wire import REPLAYED_HEADER, body_bytes, replay_headers
 from harness.errors import CassetteError
+from harness.wire.bodies import REPLAYED_HEADER, body_bytes, replay_headers
 
 if TYPE_CHECKING:
-    from harness.cassette.recorder import Cassette
+    from harness.cassette.lookup import Lookup
+
+
+class Player(Protocol):
+    """What the transport asks of a cassette (harness.cassette.recorder.Cassette is one), typed here so that
+    the transport never imports the recorder that imports it."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def mode(self) -> str: ...
+
+    @property
+    def write_protected(self) -> bool: ...
+
+    @property
+    def spans(self) -> Any: ...  # harness.telemetry.live.CassetteSpans when the recording is traced, or None
+
+    def lookup(self, method: str, path: str, query: str | None, raw_body: bytes | None,
+               headers: Any = None) -> Lookup: ...
+
+    def play(self, found: Lookup) -> dict[str, Any]: ...
+
+    def record(self, **exchange: Any) -> None: ...
+
+    def answer(self, request: httpx2.Request, raw_body: bytes) -> httpx2.Response | None: ...
+
+    def record_failure(self, request: httpx2.Request, raw_body: bytes, error: httpx2.TransportError) -> None: ...
 
 # Set while a replayed connection failure is being raised, so the SDK's retry waits zero seconds.
 _replaying_failure: contextvars.ContextVar[bool] = contextvars.ContextVar("replaying_failure", default=False)
@@ -80,7 +109,7 @@ class MissingCredential(CassetteError, anthropic.AnthropicError):
 
 
 # -- answering one request from the cassette ------------------------------------------------------------------
-def answer(cassette: Cassette, request: httpx2.Request, raw_body: bytes) -> httpx2.Response | None:
+def answer(cassette: Player, request: httpx2.Request, raw_body: bytes) -> httpx2.Response | None:
     """The recorded response to `request`, or None when it should go to the network and be recorded.
 
     A recorded connection failure is raised as the httpx2 error the transport would have raised.
@@ -149,7 +178,7 @@ class _VcrCapture:
 
     write_protected = False
 
-    def __init__(self, cassette: Cassette) -> None:
+    def __init__(self, cassette: Player) -> None:
         self._cassette = cassette
 
     def can_play_response_for(self, request: Any) -> bool:
@@ -169,7 +198,7 @@ class _CassetteTransport(httpx2.BaseTransport):
     """What a sync httpx2 client sends through while a cassette is in use: the cassette answers, or the request
     goes on to `real` (the transport the client chose) and the exchange is recorded."""
 
-    def __init__(self, cassette: Cassette, real: httpx2.BaseTransport) -> None:
+    def __init__(self, cassette: Player, real: httpx2.BaseTransport) -> None:
         self.cassette = cassette
         self.real = real
 
@@ -195,7 +224,7 @@ class _CassetteTransport(httpx2.BaseTransport):
 class _AsyncCassetteTransport(httpx2.AsyncBaseTransport):
     """`_CassetteTransport` for an async client (httpx2's own, aiohttp's, any other)."""
 
-    def __init__(self, cassette: Cassette, real: httpx2.AsyncBaseTransport) -> None:
+    def __init__(self, cassette: Player, real: httpx2.AsyncBaseTransport) -> None:
         self.cassette = cassette
         self.real = real
 
@@ -273,13 +302,15 @@ def _has_no_credential(client: Any) -> bool:
     return not any(str(name).lower() in _CREDENTIAL_HEADERS for name in custom)
 
 
-def _check_credential(cassette: Cassette, request: httpx2.Request) -> None:
+def _check_credential(cassette: Player, request: httpx2.Request) -> None:
     """About to record: the placeholder key may go to loopback (the simulator) only."""
     sent = [request.headers.get(name) for name in _CREDENTIAL_HEADERS]
     if not any(value in _PLACEHOLDER_VALUES for value in sent) or _is_loopback(request.url.host):
         return
+    # An empty ANTHROPIC_BASE_URL (a simulator's URL file read before it was written) leaves the SDK no host.
+    where = f"{request.url.scheme}://{request.url.host}" if request.url.host else "an empty base URL"
     raise MissingCredential(
-        f"no API key to record against {request.url.scheme}://{request.url.host}: set ANTHROPIC_API_KEY, or record "
+        f"no API key to record against {where}: set ANTHROPIC_API_KEY, or record "
         "against the local simulator (harness sim --port 8765 &, then ANTHROPIC_BASE_URL=http://127.0.0.1:8765)",
         file=cassette.path)
 
@@ -341,7 +372,7 @@ def _name(cls: type) -> str:
     return f"{module}.{cls.__qualname__}"
 
 
-def _uninterceptable(cassette: Cassette, client: Any, request: httpx2.Request, bypass: str) -> UninterceptedClient:
+def _uninterceptable(cassette: Player, client: Any, request: httpx2.Request, bypass: str) -> UninterceptedClient:
     http = client._client
     real = _REAL_TRANSPORT_FOR_URL.get(httpx2.Client if isinstance(http, httpx2.Client) else httpx2.AsyncClient)
     try:
@@ -358,9 +389,9 @@ def _uninterceptable(cassette: Cassette, client: Any, request: httpx2.Request, b
 
 
 # -- routing: one process-wide patch, one cassette per context ----------------------------------------------
-_context_cassettes: contextvars.ContextVar[tuple[Cassette, ...]] = contextvars.ContextVar("cassettes", default=())
+_context_cassettes: contextvars.ContextVar[tuple[Player, ...]] = contextvars.ContextVar("cassettes", default=())
 _routing_lock = threading.Lock()
-_open_cassettes: list[Cassette] = []
+_open_cassettes: list[Player] = []
 _patches: contextlib.ExitStack | None = None
 _REAL_TRANSPORT_FOR_URL: dict[type, Callable[..., Any]] = {}
 
@@ -382,7 +413,7 @@ def _install() -> contextlib.ExitStack:
 
 
 @contextlib.contextmanager
-def routing(cassette: Cassette) -> Iterator[None]:
+def routing(cassette: Player) -> Iterator[None]:
     """Route the requests sent from this context (this thread, this asyncio task) to `cassette` while inside."""
     global _patches
     with _routing_lock:
@@ -402,7 +433,7 @@ def routing(cassette: Cassette) -> Iterator[None]:
                 _patches = None
 
 
-def _cassette_for_this_context() -> Cassette | None:
+def _cassette_for_this_context() -> Player | None:
     """The innermost cassette this context entered that is still open; None when none is open at all."""
     for cassette in reversed(_context_cassettes.get()):
         if any(cassette is open_ for open_ in _open_cassettes):

@@ -29,7 +29,7 @@ from typing import Any
 import jsonschema
 
 from harness.checks.base import CheckResult, CheckSpec, fail
-from harness.jsondata import canonical_json
+from harness.jsondata import canonical_json, json_path
 from harness.trajectory import Step, Trajectory
 
 NAME = "rubric"
@@ -236,8 +236,8 @@ def parse_verdict(message: Mapping[str, Any]) -> dict[str, Any]:
     verdict = _json_in(text)
     error = jsonschema.exceptions.best_match(_verdict_validator().iter_errors(verdict))
     if error is not None:
-        where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-        raise VerdictError(f"the judge's answer is not the verdict shape at {where}: {error.message}")
+        raise VerdictError(f"the judge's answer is not the verdict shape at {json_path(error.absolute_path)}: "
+                           f"{error.message}")
     if not 0 <= verdict["score"] <= 1:
         raise VerdictError(f"the judge's score {verdict['score']} is not between 0 and 1")
     return verdict

@@ -36,12 +36,12 @@ from rich.markup import escape
 from rich.syntax import Syntax
 
 from harness import commands
-from harness.cassette.format import atomic_write_text
 from harness.checks.answer import headings
 from harness.checks.base import CheckResult
 from harness.checks.registry import CHECKS, run_check
 from harness.errors import GoldenError, HarnessError, absolute
 from harness.evals.golden import read_json, relative_to_root, validate_golden
+from harness.files import atomic_write_text
 from harness.project import Project, load_project
 from harness.trajectory import Trajectory, load_trajectory
 

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"harness proxy: stopped; {proxy.recorded} exchanges recorded to {args.cassette}, "
               f"{proxy.replayed} replayed from it", file=sys.stderr, flush=True)
         if args.mode == "fork" and proxy.cassette.existed:
-            from harness.report.drift import fork_line
+            from harness.report.drift_markdown import fork_line
 
             print(f"harness proxy: {fork_line(proxy.cassette.fork_report().to_data())}", file=sys.stderr, flush=True)
         if proxy.save_failures:

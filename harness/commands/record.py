@@ -35,25 +35,14 @@ its limits instead of meeting 429s; the SDK's own retries are left as they are (
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-import threading
-import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from harness.errors import HarnessError, absolute
+from harness.errors import HarnessError
 from harness.evals.trial_files import trial_path
 from harness.pacing import Pacer
-from harness.project import ProjectScenario, load_project
+from harness.project import load_project
+from harness.recording import RecordJob, client_options, record_project_scenario, run_jobs
 from harness.report._text import counted
-
-if TYPE_CHECKING:
-    from harness.cassette.format import CassetteFile
-    from harness.trajectory import Trajectory
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -106,10 +95,10 @@ def run(args: argparse.Namespace) -> int:
         raise HarnessError("--trials must be 1 or more")
     if args.concurrency < 1:
         raise HarnessError("--concurrency must be 1 or more")
-    if args.demo:  # the one door from this command to the demo package, opened only when asked for
-        from harness_demo.record import run_demo
+    if args.demo:  # the bundled demo's scenario set, registered through an entry point (harness.scenarios)
+        from harness.scenarios import scenario_set
 
-        return run_demo(args)
+        return scenario_set("demo").record(args)
     return _run_project(args)
 
 
@@ -132,7 +121,7 @@ def _run_project(args: argparse.Namespace) -> int:
     chosen = [project.scenario(name) for name in (args.names or project.scenarios)]
     for item in chosen:
         item.function()  # every name resolves before anything is recorded
-    options = _client_options()
+    options = client_options()
     folder = args.cassettes if args.cassettes is not None else project.cassettes
     pacer = Pacer()  # one for the whole run: the API's limits are the account's, whichever trial spends them
     jobs: list[RecordJob] = []
@@ -151,124 +140,3 @@ def _run_project(args: argparse.Namespace) -> int:
     return status
 
 
-@dataclass(frozen=True)
-class RecordJob:
-    """One cassette to record: `record` records it and says what it holds."""
-
-    path: Path
-    record: Callable[[], str]
-    name: str = ""  # the scenario's, for the summary of what could not be recorded
-
-
-def run_jobs(jobs: Sequence[RecordJob], concurrency: int) -> int:
-    """Record every job, `concurrency` at a time. A job that fails is reported as it fails and the others go on;
-    the run ends with a summary of those that could not be recorded, and exit 1."""
-    started = time.monotonic()
-    printing = threading.Lock()
-    failures: list[tuple[RecordJob, Exception]] = []
-
-    def report(job: RecordJob, line: str | None, error: Exception | None) -> None:
-        with printing:
-            if error is None:
-                print(f"recorded {job.path}: {line}", flush=True)
-            else:
-                failures.append((job, error))
-                print(f"harness record: {absolute(job.path)}: not recorded: {_reason(error)}", file=sys.stderr,
-                      flush=True)
-
-    if concurrency == 1:
-        for job in jobs:
-            try:
-                line = job.record()
-            except Exception as err:  # one scenario's failure is data: the others still get recorded
-                report(job, None, err)
-            else:
-                report(job, line, None)
-    else:
-        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="harness-record") as pool:
-            futures = {pool.submit(job.record): job for job in jobs}
-            for future in as_completed(futures):
-                try:
-                    line = future.result()
-                except Exception as err:
-                    report(futures[future], None, err)
-                else:
-                    report(futures[future], line, None)
-        elapsed = time.monotonic() - started
-        done = len(jobs) - len(failures)
-        print(f"recorded {done} of {counted(len(jobs), 'cassette')} in {elapsed:.1f} s, {concurrency} at a time "
-              f"({done * 60 / elapsed if elapsed > 0 else 0:.1f} a minute)")
-    if not failures:
-        return 0
-    print(f"harness record: {len(failures)} of {counted(len(jobs), 'cassette')} not recorded:", file=sys.stderr)
-    for job, error in sorted(failures, key=lambda failure: str(failure[0].path)):
-        print(f"  {job.name or job.path.stem}: {_reason(error)}", file=sys.stderr)
-    return 1
-
-
-def _reason(error: Exception) -> str:
-    """One line: a harness error says what to do in its own words; anything else is named by its type."""
-    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    return text if isinstance(error, HarnessError) else f"{type(error).__name__}: {text}"
-
-
-def _client_options() -> dict[str, Any]:
-    """Checks that there is something to record against: a key, or a base URL (the simulator needs no key:
-    the cassette gives a client with none a placeholder, which it sends to loopback only)."""
-    if any(os.environ.get(name) for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")):
-        return {}
-    raise HarnessError(
-        "nothing to record against: set ANTHROPIC_API_KEY to record Claude, or start the local simulator "
-        "(harness sim --port 8765 &) and set ANTHROPIC_BASE_URL=http://127.0.0.1:8765"
-    )
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """One recorded run of a scenario: where it went, what the scenario returned, and the run's own exchanges."""
-
-    path: Path
-    returned: Any  # whatever the scenario returned: a RunResult, a Message, a string, None...
-    run: CassetteFile  # the run as the cassette holds it: every exchange, in order
-
-    @property
-    def trajectory(self) -> Trajectory:
-        from harness.trajectory import Trajectory
-
-        return Trajectory.from_cassette(self.run)
-
-    @property
-    def ended(self) -> bool:
-        """Whether the run ended on a finished answer (end_turn or a stop sequence), read from its exchanges."""
-        from harness.chaos import outcome_word
-
-        return outcome_word(self.trajectory) == "ended"
-
-    def describe(self) -> str:
-        if not self.run.interactions:
-            return f"nothing recorded: the scenario made no API call (no file at {absolute(self.path)})"
-        trajectory = self.trajectory
-        if not trajectory.runs:
-            return f"{counted(len(self.run.interactions), 'interaction')}, none of them a Messages API call"
-        from harness.chaos import outcome_word
-
-        return f"{counted(len(trajectory.steps), 'step')}, outcome {outcome_word(trajectory)}"
-
-
-def record_project_scenario(item: ProjectScenario, path: Path, *, pacer: Pacer | None = None,
-                            **client_options: Any) -> Recorded:
-    """Run one of the project's scenarios and record it afresh to `path`. The client it is given (when it takes
-    one) comes from the environment; with `pacer`, every Messages API attempt of that client waits for it."""
-    import anthropic
-
-    from harness.cassette.recorder import use_cassette
-
-    middleware = [pacer.middleware()] if pacer is not None else []
-
-    def client_for(asynchronous: bool) -> Any:
-        factory = anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic
-        return factory(max_retries=item.max_retries, middleware=middleware, **client_options)
-
-    with use_cassette(path, mode="rewrite") as cassette:
-        returned = item.run(client_for)
-    return Recorded(path, returned, cassette.this_run())

@@ -52,7 +52,8 @@ def stop_report(server: ReplayServer, drift_report: str | None) -> None:
     print(f"harness serve: stopped\n{server.report()}", file=sys.stderr, flush=True)
     if drift_report is None:
         return
-    from harness.report.drift import drift_document, write_drift_report
+    from harness.report.drift import drift_document
+    from harness.report.drift_markdown import write_drift_report
 
     document = drift_document(server.drift_entries(Path.cwd()), source="harness serve")
     where = write_drift_report(drift_report, document)

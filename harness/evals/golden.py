@@ -34,9 +34,10 @@ from typing import Any
 
 import jsonschema
 
-from harness.cassette.format import json_path, symlink_escape
 from harness.checks.registry import CHECKS, check_names
 from harness.errors import GoldenError, absolute
+from harness.files import symlink_escape
+from harness.jsondata import json_path
 from harness.project import project_root  # one rule for the root, shared by every command
 
 __all__ = [
@@ -271,7 +272,7 @@ def load_golden(path: str | Path) -> Golden:
 def _main(argv: list[str] | None = None) -> int:
     import argparse
 
-    from harness.cassette.format import atomic_write_text
+    from harness.files import atomic_write_text
 
     parser = argparse.ArgumentParser(description="print or write the golden JSON Schema (generated from the checks)")
     parser.add_argument("--write-schema", metavar="FILE", help="write it to FILE (e.g. golden/schema.json)")

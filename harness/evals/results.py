@@ -34,8 +34,9 @@ from typing import IO, TYPE_CHECKING, Any
 
 import jsonschema
 
-from harness.cassette.format import atomic_write_text, atomic_writer, json_path
 from harness.errors import HarnessError
+from harness.files import atomic_write_text, atomic_writer
+from harness.jsondata import json_path
 from harness.run import USAGE_FIELDS as _KINDS
 from harness.run import Usage
 
@@ -281,7 +282,7 @@ class ResultsWriter:
 
     def head(self, *, duration_ms: float | None = None, created_at: str | None = None) -> dict[str, Any]:
         """The document without its cases: everything a summary or a total needs."""
-        from harness import __version__
+        from harness._version import __version__
 
         # A stale judgement is bad input (exit 2), like a case that could not run: re-judge, then read the verdict.
         status = ("error" if self._statuses["error"] or self._rejudge else "failed" if self._statuses["failed"]

@@ -14,12 +14,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from harness.cassette.format import read_bytes_bounded
 from harness.checks.registry import run_check
 from harness.errors import HarnessError
 from harness.evals.judge import JUDGED_CHECKS, Judge
 from harness.evals.results import ResultsWriter, run_details, step_details, suite_entry
 from harness.evals.suite import Case, Suite
+from harness.files import read_bytes_bounded
 from harness.trajectory import Trajectory, load_cassette_any
 
 __all__ = ["ProgressCallback", "elapsed_ms", "run_case", "run_suites"]

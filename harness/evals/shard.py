@@ -23,9 +23,9 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harness.cassette.format import read_bytes_bounded
 from harness.errors import HarnessError
 from harness.evals.suite import Case, Suite
+from harness.files import read_bytes_bounded
 from harness.jsondata import fingerprint
 
 __all__ = ["Shard", "deal", "shard_suites"]

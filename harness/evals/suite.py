@@ -33,10 +33,10 @@ from typing import Any
 import jsonschema
 import yaml
 
-from harness.cassette.format import json_path
 from harness.errors import GoldenError, absolute
 from harness.evals.golden import Golden, inside_project, load_golden, project_root, relative_to_root
 from harness.evals.judge import is_judge_file
+from harness.jsondata import json_path
 from harness.project import load_project
 
 __all__ = ["Case", "Suite", "discover_suites", "load_suite", "project_suites", "suite_schema", "unique_suites"]
@@ -123,6 +123,9 @@ def load_suite(path: str | Path, *, golden_dir: str | Path | None = None) -> Sui
     """A suite file, every golden it names loaded and validated (any problem is a GoldenError)."""
     path = Path(path)
     data = _read_suite(path)
+    if isinstance(data, Mapping) and "interactions" in data:  # the schema's error would name its keys only
+        raise GoldenError("a cassette, not a suite: write its golden with `harness bless` (then `harness eval "
+                          "golden/`), or name the cassette in a suite's case", file=path)
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(suite_schema()).iter_errors(data))
     if error is not None:
         raise GoldenError(error.message, file=path, where=json_path(error.absolute_path))

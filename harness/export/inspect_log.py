@@ -81,7 +81,7 @@ def eval_log(cases: Sequence[CassetteSample], *, task: str = TASK) -> EvalLog:
     require_inspect()
     from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalSpec, EvalStats
 
-    from harness import __version__
+    from harness._version import __version__
 
     samples = asyncio.run(_samples(cases))
     created = _now()

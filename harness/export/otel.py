@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from harness.errors import HarnessError
-from harness.export import genai
 from harness.run import ToolCall, Usage
+from harness.telemetry import genai
 from harness.trajectory import Attempt, Run, Step, Trajectory
 
 if TYPE_CHECKING:
@@ -225,7 +225,7 @@ def _provider() -> tuple[TracerProvider, Any]:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from harness import __version__
+    from harness._version import __version__
 
     memory = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({"service.name": SERVICE_NAME,
@@ -237,7 +237,7 @@ def _provider() -> tuple[TracerProvider, Any]:
 def trajectory_spans(trajectory: Trajectory, *, include_content: bool = False) -> Sequence[ReadableSpan]:
     """The finished spans of a trajectory's traces, as the SDK hands them to an exporter."""
     require_otel()
-    from harness import __version__
+    from harness._version import __version__
 
     provider, memory = _provider()
     emit_trajectory(trajectory, provider.get_tracer(SERVICE_NAME, __version__), include_content=include_content)
@@ -270,7 +270,7 @@ def _hex_ids(item: dict[str, Any]) -> None:
 
 def write_otlp_json(path: str | Path, trajectories: Iterable[Trajectory], *, include_content: bool = False) -> int:
     """One ExportTraceServiceRequest line per cassette into `path` (written atomically); returns the span count."""
-    from harness.cassette.format import atomic_write_text
+    from harness.files import atomic_write_text
 
     lines, count = [], 0
     for trajectory in trajectories:

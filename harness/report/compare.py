@@ -34,9 +34,10 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from harness.cassette.format import atomic_write_text
 from harness.cassette.match import diff_summary
 from harness.errors import HarnessError
+from harness.evals.document import ResultsDocument
+from harness.files import atomic_write_text
 from harness.report.significance import ALPHA, mean_difference, rate_record, wilson
 from harness.report.trials import DEFAULT_K, TrialStats, case_stats, check_stats, group_cases
 from harness.run import USAGE_FIELDS as _KINDS
@@ -446,8 +447,8 @@ def _sum_deltas(cases: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], flo
 
 
 def compare_results(
-    baseline: Mapping[str, Any],
-    candidate: Mapping[str, Any],
+    baseline: ResultsDocument,
+    candidate: ResultsDocument,
     *,
     allow_different_cases: bool = False,
     baseline_label: str | None = None,
@@ -456,7 +457,7 @@ def compare_results(
     gate: str = "flip",
 ) -> dict[str, Any]:
     """The comparison document of two results documents (see the module docstring)."""
-    from harness import __version__
+    from harness._version import __version__
 
     if gate not in GATES:
         raise HarnessError(f"unknown gate {gate!r}; one of {', '.join(GATES)}")

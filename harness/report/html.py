@@ -19,6 +19,7 @@ from typing import Any
 
 import jinja2
 
+from harness.evals.document import ResultsDocument
 from harness.report import _text, svg
 from harness.report.trials import DEFAULT_K, trial_stats
 
@@ -151,7 +152,7 @@ def _case_view(case: Mapping[str, Any], anchor: str, scale_max: float | None = N
 # --- results -------------------------------------------------------------------------------------------------
 
 
-def results_html(results: Mapping[str, Any], *, k: int = DEFAULT_K) -> str:
+def results_html(results: ResultsDocument, *, k: int = DEFAULT_K) -> str:
     """The HTML report of a results document."""
     cases = results["cases"]
     views = [_case_view(case, _anchor("case", index)) for index, case in enumerate(cases, 1)]

@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.evals.document import ResultsDocument
 from harness.report._text import KIND_LABELS, KINDS, cost, cost_parts, error_text, one_line, signed, tokens, usage_line
 from harness.report.compare import comparison_exit_code
 
@@ -107,7 +108,7 @@ def _count(element: ET.Element) -> None:
     element.set("skipped", str(sum(1 for t in testcases if t.find("skipped") is not None)))
 
 
-def results_junit(results: Mapping[str, Any]) -> str:
+def results_junit(results: ResultsDocument) -> str:
     """JUnit XML of a results document: a <testsuite> per suite."""
     root = ET.Element("testsuites", {"name": "harness eval", "time": _seconds(results["summary"].get("duration_ms"))})
     for suite in results["suites"]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from harness.evals.document import ResultsDocument
 from harness.report._text import (
     ICONS,
     KIND_LABELS,
@@ -203,7 +204,7 @@ def _usage_table(cases: Sequence[Mapping[str, Any]]) -> list[str]:
     return ["<details>", "<summary>Tokens and cost per case</summary>", "", *table(headers, rows), "", "</details>", ""]
 
 
-def results_markdown(results: Mapping[str, Any], *, k: int = DEFAULT_K) -> str:
+def results_markdown(results: ResultsDocument, *, k: int = DEFAULT_K) -> str:
     """The Markdown report of a results document."""
     summary = results["summary"]
     cases = results["cases"]

@@ -8,7 +8,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.cassette.format import atomic_write_text
+from harness.evals.document import ResultsDocument
+from harness.files import atomic_write_text
 
 __all__ = ["add_report_arguments", "write_comparison_reports", "write_results_reports"]
 
@@ -46,7 +47,7 @@ def _write(document: Mapping[str, Any], kind: str, targets: Mapping[str, str | P
 
 
 def write_results_reports(
-    results: Mapping[str, Any],
+    results: ResultsDocument,
     *,
     json_path: str | Path | None = None,
     markdown: str | Path | None = None,

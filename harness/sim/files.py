@@ -10,9 +10,9 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from harness.cassette.multipart import split_parts
 from harness.sim import ids
 from harness.sim.resources import Answer, Call, invalid, method_not_allowed, not_found, page
+from harness.wire.multipart import split_parts
 
 CREATED_AT = "2026-09-07T08:00:00Z"  # the simulator's fixed clock (see server.SIMULATED_NOW)
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qs
 
-from harness.sim.batches import Batches
+from harness.sim.batch_api import Batches
 from harness.sim.files import Files
 from harness.sim.models_api import ModelsApi
 from harness.sim.ratelimit import Admission, RateLimiter, RateLimits, output_tokens_of

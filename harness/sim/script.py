@@ -34,8 +34,10 @@ from typing import Any
 
 import jsonschema
 
-from harness.cassette.format import json_path, parse_yaml, read_text_bounded
 from harness.errors import HarnessError
+from harness.files import read_text_bounded
+from harness.jsondata import json_path
+from harness.safe_yaml import parse_yaml
 from harness.sim import ids
 from harness.sim.conversation import Conversation, Reply
 from harness.sim.faults import REPLACING_KINDS, Fault

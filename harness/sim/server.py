@@ -42,7 +42,7 @@ from harness.sim.policies import POLICIES
 from harness.sim.ratelimit import RateLimits, rfc3339
 from harness.sim.responses import build_message, dumps, error_body
 from harness.sim.routes import Resources
-from harness.sim.sse import encode_event, message_events
+from harness.sim.stream import encode_event, message_events
 from harness.sim.structured import FormatUnsatisfied
 from harness.sim.threads import Threads, ThreadTurn, thread_kind
 from harness.sim.tokens import CacheLedger, count_input

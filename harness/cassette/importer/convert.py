@@ -17,11 +17,11 @@ from urllib.parse import urlsplit
 
 from harness.cassette.importer.detect import NESTED_TOO_DEEP
 from harness.cassette.importer.exchange import ABSENT, Exchange
-from harness.cassette.multipart import MULTIPART_FORM
 from harness.cassette.redact import keep_response_headers, redact_interaction, stored_request_head
-from harness.cassette.sse import parse_sse
-from harness.cassette.wire import BodyTooLarge, store_body
 from harness.errors import CassetteError
+from harness.wire.bodies import BodyTooLarge, store_body
+from harness.wire.multipart import MULTIPART_FORM
+from harness.wire.sse import parse_sse
 
 MESSAGES_PATH = "/v1/messages"
 _SDK_USER_AGENT = re.compile(r"^Anthropic/(\w+) (\S+)")

@@ -24,16 +24,11 @@ from typing import Any
 
 import yaml
 
-from harness.cassette.format import (
-    MAX_CASSETTE_BYTES,
-    SafeLoader,
-    parse_yaml,
-    read_bytes_bounded,
-    read_text_bounded,
-    regular_file_size,
-)
-from harness.cassette.wire import GZIP_MAGIC, BodyTooLarge, gunzip_bounded
+from harness.cassette.format import MAX_CASSETTE_BYTES
 from harness.errors import CassetteError, absolute
+from harness.files import read_bytes_bounded, read_text_bounded, regular_file_size
+from harness.safe_yaml import SafeLoader, parse_yaml
+from harness.wire.bodies import GZIP_MAGIC, BodyTooLarge, gunzip_bounded
 
 HARNESS = "harness"  # ours already: loaded, not converted
 VCRPY_YAML = "vcrpy-yaml"  # `interactions:` with `body: {string: ...}` (str, or `!!binary` gzip)

@@ -18,10 +18,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from harness.cassette.format import read_bytes_bounded
 from harness.cassette.importer.exchange import Exchange, body_string, headers, mapping, status, text
-from harness.cassette.multipart import stored_part
 from harness.errors import CassetteError
+from harness.files import read_bytes_bounded
+from harness.wire.multipart import stored_part
 
 _PSEUDO_HEADERS = frozenset({"status"})  # vcr 1.x's `status: HTTP/2 200` line, not a header
 

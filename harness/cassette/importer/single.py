@@ -11,14 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from harness.cassette.format import (
-    FORMAT_VERSION,
-    CassetteFile,
-    load_cassette,
-    read_text_bounded,
-    refuse_what_json_cannot_hold,
-    validate,
-)
+from harness.cassette.format import CassetteFile, load_cassette
 from harness.cassette.importer import go_vcr, har, httprr, langchain, one_exchange, r_vcr, ruby_vcr, vcrpy
 from harness.cassette.importer.convert import MESSAGES_PATH, convert, is_anthropic, recorded_at, sdk_version
 from harness.cassette.importer.detect import (
@@ -40,8 +33,11 @@ from harness.cassette.importer.detect import (
 )
 from harness.cassette.importer.exchange import Exchange
 from harness.cassette.redact import credentials_sent
+from harness.cassette.schema import FORMAT_VERSION, validate
 from harness.errors import CassetteError
+from harness.files import read_text_bounded
 from harness.jsondata import run_fingerprints
+from harness.safe_yaml import refuse_what_json_cannot_hold
 
 Reader = Callable[[Any, Path], Iterator[Exchange]]
 READERS: dict[str, Reader] = {
@@ -149,7 +145,12 @@ def load_any_cassette(path: str | Path) -> CassetteFile:
     """Ours through `load_cassette`; anything else this package can read, imported in memory."""
     path = Path(path)
     gzipped, head = read_head(path)
-    if not gzipped and not head.startswith(HTTPRR_MAGIC) and re.search(r"(?m)^harness:", read_text_bounded(path)):
+    text = "" if gzipped or head.startswith(HTTPRR_MAGIC) else read_text_bounded(path)
+    if text and re.search(r"(?m)^harness:", text):
+        if re.search(r"(?m)^  kind: agent-sdk-transport$", text):  # the Agent SDK's frames: its model calls
+            from harness.cassette.agent_sdk_frames import as_cassette
+
+            return as_cassette(path)
         return load_cassette(path)
     # In memory only (show, trajectories, evals): other hosts stay, redacted, so a trajectory can say why
     # it skipped them; `harness import` is what leaves them out of a written file.

@@ -1,235 +1,30 @@
-"""The reference agent loop: send, read stop_reason, run tools, append, call again -- with guards.
-
-The loop is a pure state machine (`_Machine.run`, a generator) that yields the I/O it needs -- a
-model call or a tool run -- and is sent the result back. `run_loop` and `run_loop_async` are thin
-drivers that perform that I/O with `anthropic.Anthropic` or `anthropic.AsyncAnthropic`; everything
-else (stop reasons, guards, history, records) is shared, so the two cannot drift apart.
-
-Every way a run can end is an `Outcome` on the returned `RunResult`, never an exception: API errors
-after the SDK's own retries, timeouts, a guard firing, a model refusing. The result keeps the partial
-run (conversation, exchanges, tool calls, usage) so a failure can be read like a success.
-
-The run is recorded as `harness.run` records: one `Exchange` per model call (the exact body sent,
-then the Message, or the error as data: status, API error type, message, retry-after), the
-`ToolCall`s it answered and the `Usage` it spent. `Trajectory.from_run` reads those exchanges as it
-reads a cassette's.
+"""The loop as a pure state machine: `_Machine.run` is a generator that yields the I/O it needs (a model
+call, a tool run) and is sent the result back. Stop reasons, guards, history and records live here, so the
+sync and async drivers (harness.loop) cannot drift apart; nothing here does I/O.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import sys
-import time
 from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import anthropic
 import httpx2
 
-from harness.pricing import estimate_cost
 from harness.run import Exchange, ToolCall, ToolResult, Usage, retry_after_seconds
 
 if TYPE_CHECKING:
     from anthropic.types import Message
+from harness.loop.result import Event, LoopConfig, Outcome, RunResult, ToolRegistryLike
 
-__all__ = [
-    "DEFAULT_MODEL",
-    "Event",
-    "LoopConfig",
-    "ModelCall",
-    "Outcome",
-    "RunResult",
-    "TokenBudget",
-    "ToolCall",
-    "Usage",
-    "run_loop",
-    "run_loop_async",
-]
-
-DEFAULT_MODEL = "claude-sonnet-5"
-
-SUMMARY_PROMPT = (
-    "You have reached the step limit for this task, so no more tools can be run. Using only what you "
-    "have gathered so far, give your best final answer now, and say briefly what is still missing."
-)
 REPEAT_MESSAGE = (
     "Not run: this is call number {count} in a row of {name} with the same input, and its output has "
     "not changed. Repeating it will not help; try a different strategy (other arguments, another tool) "
     "or answer with what you have."
 )
-
-
-class Outcome(StrEnum):
-    """How a run ended. Only `ended` is a success."""
-
-    ENDED = "ended"  # end_turn, or a stop sequence fired
-    REFUSED = "refused"  # stop_reason refusal; never retried
-    STEP_LIMIT = "step_limit"  # max steps reached; final_text is a best-effort summary
-    BUDGET = "budget"  # the cumulative token budget was exceeded
-    DEADLINE = "deadline"  # the wall-clock deadline for the whole run passed
-    MAX_TOKENS = "max_tokens"  # the answer was cut off at max_tokens
-    CONTEXT_WINDOW = "context_window"  # stop_reason model_context_window_exceeded
-    ERROR = "error"  # API / connection / timeout error, or a stop reason this loop does not know
-
-
-class ToolRegistryLike(Protocol):
-    """What the loop needs of `harness.tools.ToolRegistry`."""
-
-    def definitions(self) -> list[dict]: ...
-
-    def run(self, name: str, tool_input: Any) -> Any: ...  # -> ToolOutput(content, is_error)
-
-
-@dataclass(frozen=True)
-class TokenBudget:
-    """Cumulative token limits for a run; None means no limit on that kind."""
-
-    input: int | None = None
-    output: int | None = None
-    cache_write: int | None = None
-    cache_read: int | None = None
-    total: int | None = None
-
-    def exceeded(self, usage: Usage) -> str | None:
-        """Why `usage` is over budget, or None when it is within it."""
-        for kind in ("input", "output", "cache_write", "cache_read", "total"):
-            limit = getattr(self, kind)
-            used = getattr(usage, kind)
-            if limit is not None and used > limit:
-                label = kind.replace("_", " ")
-                return f"{label} tokens {used:,} exceeded the budget of {limit:,}"
-        return None
-
-
-@dataclass(frozen=True)
-class LoopConfig:
-    """The loop's guards and options. Every field can be overridden by keyword on `run_loop`."""
-
-    max_steps: int = 10  # model calls before the loop asks for a best-effort summary (one extra call)
-    budget: TokenBudget = field(default_factory=lambda: TokenBudget(total=500_000))
-    call_timeout: float | None = 120.0  # seconds per model call; None leaves the SDK's default
-    deadline: float | None = None  # seconds of wall clock for the whole run
-    repeat_limit: int | None = 2  # identical tool calls allowed in a row before the breaker answers
-    stream: bool = False  # use messages.stream(...) instead of messages.create(...)
-    compact_after: int | None = None  # keep the last N tool-result turns verbatim in requests
-    cache_prompts: bool = False  # cache_control on the system prompt and the last tool definition
-    stop_sequences: tuple[str, ...] = ()
-    summary_prompt: str = SUMMARY_PROMPT
-    # The clock the deadline is measured on; tests pass a fake one.
-    clock: Callable[[], float] = field(default=time.monotonic, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        if self.max_steps < 1:
-            raise ValueError(f"max_steps must be at least 1, got {self.max_steps}")
-        if self.repeat_limit is not None and self.repeat_limit < 1:
-            raise ValueError(f"repeat_limit must be at least 1 or None, got {self.repeat_limit}")
-        if self.compact_after is not None and self.compact_after < 1:
-            raise ValueError(f"compact_after must be at least 1 or None, got {self.compact_after}")
-        for name in ("call_timeout", "deadline"):
-            value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise ValueError(f"{name} must be positive or None, got {value}")
-
-
-@dataclass(frozen=True)
-class ModelCall:
-    """One completed Messages API call: the exact JSON body sent and the Message received.
-
-    A view of a successful `Exchange` (`RunResult.calls`), numbered by the step it made.
-    """
-
-    step: int
-    request: dict[str, Any]
-    response: dict[str, Any]  # Message.model_dump(mode="json")
-    duration_ms: float
-
-
-@dataclass(frozen=True)
-class Event:
-    """One model call (kind "model_call") or tool execution (kind "tool_call"), in the order they ran.
-
-    A model call that failed has an event (data: "error" for a person, and its status and error_type)
-    but no `ModelCall`; its `Exchange` holds the error as data.
-    """
-
-    kind: str
-    step: int
-    duration_ms: float
-    data: dict[str, Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
-@dataclass
-class RunResult:
-    final_text: str  # text of the last response (for step_limit: the best-effort summary)
-    outcome: Outcome
-    reason: str  # what happened, for a person: which step, which limit, which error
-    incomplete: bool  # final_text is not a finished answer
-    stop_sequence: str | None
-    steps: int  # completed model calls, the summary call included
-    model: str
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    exchanges: list[Exchange] = field(default_factory=list)  # every model call, in order, failed ones included
-    events: list[Event] = field(default_factory=list)
-    messages: list[dict[str, Any]] = field(default_factory=list)  # the conversation, as recorded
-
-    @property
-    def ok(self) -> bool:
-        return self.outcome is Outcome.ENDED
-
-    @property
-    def calls(self) -> list[ModelCall]:
-        """The model calls that returned a Message: step 1..N."""
-        answered = [exchange for exchange in self.exchanges if exchange.message is not None]
-        return [ModelCall(step=step, request=dict(exchange.request), response=dict(exchange.message or {}),
-                          duration_ms=exchange.duration_ms or 0.0)
-                for step, exchange in enumerate(answered, start=1)]
-
-    @property
-    def error(self) -> dict[str, Any] | None:
-        """The failed model call that ended the run, as data (status, error_type, ...); None when none did."""
-        last = self.exchanges[-1] if self.exchanges else None
-        return last.failure() if last is not None else None
-
-    @property
-    def cost_usd(self) -> float | None:
-        """List-price estimate of the run (None for a model without a known price)."""
-        return estimate_cost(self.model, self.usage)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "final_text": self.final_text,
-            "outcome": self.outcome.value,
-            "ok": self.ok,
-            "reason": self.reason,
-            "incomplete": self.incomplete,
-            "stop_sequence": self.stop_sequence,
-            "steps": self.steps,
-            "model": self.model,
-            "tool_calls": [_tool_call_record(call) for call in self.tool_calls],
-            "usage": self.usage.to_dict(),
-            "cost_usd": self.cost_usd,
-            "calls": [dataclasses.asdict(call) for call in self.calls],
-            "error": self.error,
-            "events": [event.to_dict() for event in self.events],
-            "messages": self.messages,
-        }
-
-
-def _tool_call_record(call: ToolCall) -> dict[str, Any]:
-    """A tool call as `RunResult.to_dict()` has always given it: what the loop ran and answered."""
-    return {"step": call.step, "name": call.name, "id": call.id, "input": call.input, "output": call.output,
-            "is_error": call.is_error, "duration_ms": call.duration_ms, "chars": call.chars,
-            "synthetic": call.synthetic}
-
-
-# --- the I/O the machine asks its driver for --------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -260,11 +55,13 @@ class _ToolReply:
 
 
 _Effect = _CallModel | _RunTool
+
+
 _Reply = _ModelReply | _ToolReply
+
+
 _Run = Generator[_Effect, _Reply, RunResult]
 
-
-# --- the state machine -------------------------------------------------------------------------
 
 _CONTINUE = ("tool_use", "pause_turn")
 
@@ -398,8 +195,12 @@ class _Machine:
             failed = _failed_exchange(body, error, reply.duration_ms)
             self.exchanges.append(failed)
             described = f"{type(error).__name__}: {error}"
-            self._event("model_call", step, reply.duration_ms,
-                        {"error": described, "status": failed.status, "error_type": failed.error_type})
+            self._event(
+                "model_call",
+                step,
+                reply.duration_ms,
+                {"error": described, "status": failed.status, "error_type": failed.error_type},
+            )
             remaining = self._remaining()
             if remaining is not None and remaining <= 0:
                 return self._finish(Outcome.DEADLINE, f"{self._deadline_reason('during')} ({described})")
@@ -409,8 +210,9 @@ class _Machine:
         self.steps = step
         self.last_message = message
         self.usage = self.usage + Usage.from_api(message.usage)
-        self.exchanges.append(Exchange(request=body, message=message.model_dump(mode="json"), status=200,
-                                       duration_ms=reply.duration_ms))
+        self.exchanges.append(
+            Exchange(request=body, message=message.model_dump(mode="json"), status=200, duration_ms=reply.duration_ms)
+        )
         for call in self.unsent:  # this request carried their results
             if call.result is not None:
                 call.result = dataclasses.replace(call.result, step=step)
@@ -623,179 +425,12 @@ def _failed_exchange(body: dict[str, Any], error: Exception, duration_ms: float)
         message = str(error.__cause__ or error)
     else:  # not the API's: a bug in a client wrapper, a transport of the caller's
         kind, message = type(error).__name__, str(error)
-    return Exchange(request=body, message=None, status=status, error_type=kind, error_message=message,
-                    retry_after=retry_after, duration_ms=duration_ms)
-
-
-# --- the drivers: the only places that do I/O --------------------------------------------------
-
-
-def _settings(config: LoopConfig | None, overrides: Mapping[str, Any]) -> LoopConfig:
-    config = config or LoopConfig()
-    if not overrides:
-        return config
-    known = {f.name for f in dataclasses.fields(LoopConfig)}
-    unknown = sorted(set(overrides) - known)
-    if unknown:
-        raise TypeError(f"run_loop got unknown option(s) {unknown}; LoopConfig has {sorted(known)}")
-    return dataclasses.replace(config, **overrides)
-
-
-def _sdk_arguments(effect: _CallModel) -> tuple[dict[str, Any], bool]:
-    kwargs = dict(effect.body)
-    stream = bool(kwargs.pop("stream", False))
-    if effect.timeout is not None:
-        kwargs["timeout"] = effect.timeout
-    return kwargs, stream
-
-
-def _elapsed_ms(start: float) -> float:
-    return round((time.perf_counter() - start) * 1000, 3)
-
-
-def _tool_reply(tools: ToolRegistryLike, effect: _RunTool) -> _ToolReply:
-    start = time.perf_counter()
-    try:
-        output = tools.run(effect.name, effect.tool_input)
-        content, is_error = output.content, bool(output.is_error)
-    except Exception as exc:  # the registry promises not to raise; a bug there must not end the run
-        content, is_error = f"{type(exc).__name__}: {exc}", True
-    if not isinstance(content, str):
-        content = json.dumps(content, default=str)
-    return _ToolReply(content=content, is_error=is_error, duration_ms=_elapsed_ms(start))
-
-
-def _call_sync(client: anthropic.Anthropic, effect: _CallModel) -> _ModelReply:
-    kwargs, stream = _sdk_arguments(effect)
-    start = time.perf_counter()
-    try:
-        if stream:
-            with client.messages.stream(**kwargs) as events:
-                message = events.get_final_message()
-        else:
-            message = client.messages.create(**kwargs)
-    except Exception as exc:  # after the SDK's own retries: the run ends with this as its reason
-        return _ModelReply(message=None, error=exc, duration_ms=_elapsed_ms(start))
-    return _ModelReply(message=message, error=None, duration_ms=_elapsed_ms(start))
-
-
-async def _call_async(client: anthropic.AsyncAnthropic, effect: _CallModel) -> _ModelReply:
-    kwargs, stream = _sdk_arguments(effect)
-    start = time.perf_counter()
-    try:
-        if stream:
-            async with client.messages.stream(**kwargs) as events:
-                message = await events.get_final_message()
-        else:
-            message = await client.messages.create(**kwargs)
-    except Exception as exc:
-        return _ModelReply(message=None, error=exc, duration_ms=_elapsed_ms(start))
-    return _ModelReply(message=message, error=None, duration_ms=_elapsed_ms(start))
-
-
-def _loop_spans(provider: Any, model: str, client: Any = None) -> Any:
-    """The run's span emitter (harness/export/live.py), or None when there is no provider to emit to."""
-    if provider is None and "opentelemetry.trace" not in sys.modules:
-        return None  # nobody imported OpenTelemetry, so no global provider is set
-    from harness.export.live import loop_spans
-
-    return loop_spans(provider, model=model, client=client)
-
-
-def _span_start(spans: Any, effect: _Effect) -> Any:
-    if isinstance(effect, _CallModel):
-        return spans.model_call(effect.body)
-    return spans.tool_call(effect.name, effect.id, effect.tool_input)
-
-
-def _span_end(spans: Any, opened: Any, reply: _Reply) -> None:
-    if isinstance(reply, _ModelReply):
-        spans.model_reply(opened, reply.message, reply.error)
-    else:
-        spans.tool_reply(opened, reply.content, reply.is_error)
-
-
-def run_loop(
-    client: anthropic.Anthropic,
-    *,
-    system: str,
-    user: str | list,
-    tools: ToolRegistryLike | None,
-    model: str = DEFAULT_MODEL,
-    max_tokens: int = 2048,
-    config: LoopConfig | None = None,
-    on_event: Callable[[Event], None] | None = None,
-    tracer_provider: Any = None,
-    **overrides: Any,
-) -> RunResult:
-    """Run the agent loop to an outcome. `overrides` replace `LoopConfig` fields, e.g. max_steps=5.
-
-    `tracer_provider` (else OpenTelemetry's global one, when set) gets GenAI spans of the run as it goes
-    (harness/export/live.py).
-    """
-    steps = _Machine(system=system, user=user, tools=tools, model=model, max_tokens=max_tokens,
-                     config=_settings(config, overrides), on_event=on_event).run()
-    spans = _loop_spans(tracer_provider, model, client)
-    result: RunResult | None = None
-    reply: _Reply | None = None
-    try:
-        while True:
-            try:
-                effect = steps.send(reply)  # type: ignore[arg-type]  # the first send must be None
-            except StopIteration as done:
-                result = done.value
-                return result
-            opened = spans and _span_start(spans, effect)
-            if isinstance(effect, _CallModel):
-                reply = _call_sync(client, effect)
-            else:
-                assert tools is not None
-                reply = _tool_reply(tools, effect)
-            if opened:
-                _span_end(spans, opened, reply)
-    finally:
-        if spans:
-            spans.finish(result)
-
-
-async def run_loop_async(
-    client: anthropic.AsyncAnthropic,
-    *,
-    system: str,
-    user: str | list,
-    tools: ToolRegistryLike | None,
-    model: str = DEFAULT_MODEL,
-    max_tokens: int = 2048,
-    config: LoopConfig | None = None,
-    on_event: Callable[[Event], None] | None = None,
-    tracer_provider: Any = None,
-    **overrides: Any,
-) -> RunResult:
-    """`run_loop` for `anthropic.AsyncAnthropic`.
-
-    Tools run synchronously on the event loop's thread: registry tools are plain functions, and some
-    (sqlite connections) must stay on the thread that made them.
-    """
-    steps = _Machine(system=system, user=user, tools=tools, model=model, max_tokens=max_tokens,
-                     config=_settings(config, overrides), on_event=on_event).run()
-    spans = _loop_spans(tracer_provider, model, client)
-    result: RunResult | None = None
-    reply: _Reply | None = None
-    try:
-        while True:
-            try:
-                effect = steps.send(reply)  # type: ignore[arg-type]
-            except StopIteration as done:
-                result = done.value
-                return result
-            opened = spans and _span_start(spans, effect)
-            if isinstance(effect, _CallModel):
-                reply = await _call_async(client, effect)
-            else:
-                assert tools is not None
-                reply = _tool_reply(tools, effect)
-            if opened:
-                _span_end(spans, opened, reply)
-    finally:
-        if spans:
-            spans.finish(result)
+    return Exchange(
+        request=body,
+        message=None,
+        status=status,
+        error_type=kind,
+        error_message=message,
+        retry_after=retry_after,
+        duration_ms=duration_ms,
+    )

@@ -76,7 +76,8 @@ class DriftCollector:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self._is_worker:
             return
-        from harness.report.drift import drift_document, has_drift, write_drift_report
+        from harness.report.drift import drift_document, has_drift
+        from harness.report.drift_markdown import write_drift_report
 
         self.document = drift_document(self.entries, mode=self.mode, source="pytest")
         if self.target is not None and self.target != "-":
@@ -87,7 +88,7 @@ class DriftCollector:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.document is None:
             return
-        from harness.report.drift import drift_markdown, fork_line
+        from harness.report.drift_markdown import drift_markdown, fork_line
 
         if self.target == "-":
             terminalreporter.section("loop-harness drift report")

@@ -1,6 +1,6 @@
 """Which cassette a test plays, and with which options: what its `@pytest.mark.cassette` says.
 
-Read by the plugin (harness.pytest_plugin), which opens the cassette, and by harness.pytest_shared, which
+Read by the plugin (harness.pytest_plugin), which opens the cassette, and by harness.pytest_plugin.shared, which
 checks a cassette several tests share once a session: one rule for both, in a module neither depends on.
 
 The marker is `use_cassette`: it takes exactly the keywords of what opens the cassette (`use_cassette` for the

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harness.errors import HarnessError
-from harness.pytest_marker import marked_cassette_path
+from harness.pytest_plugin.marker import marked_cassette_path
 
 if TYPE_CHECKING:
     from harness.cassette.recorder import Cassette
@@ -136,9 +136,9 @@ def _each_run_once(runs: list[dict[str, Any]], fingerprint_of: Callable[[dict[st
 
 def write_recorded(path: str, note: dict[str, Any]) -> str:
     """Write a shared cassette with what every test of the session recorded in it; a line for the summary."""
-    from harness.cassette.normalize import Normalization
     from harness.cassette.recorder import Cassette
     from harness.cassette.storage import recording_turn
+    from harness.normalize import Normalization
 
     order = {nodeid: position for position, nodeid in enumerate(note["users"])}
     runs = sorted(note["recorded"], key=lambda run: order.get(run["test"], len(order)))

@@ -11,6 +11,9 @@ Drifts served under the `sequence` policy are warnings, listed by `drifts`.
 
     with AgentSdkSession("cassettes/read_notes.yaml", mode="none") as session:
         options = ClaudeAgentOptions(cwd=work, env=session.env, allowed_tools=["Read"])
+
+At `level="transport"` the session records the SDK's frames at its `Transport` seam instead, and replays them
+with no CLI and no server (harness.agent_sdk.transport): `query(..., transport=session.transport(prompt, options))`.
 """
 
 from __future__ import annotations
@@ -19,17 +22,18 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
-from harness.cassette.normalize import Normalization
 from harness.cassette.recorder import Cassette, Mode
-from harness.cassette.sequence import Drift
+from harness.cassette.sequence import ToolResultDrift
 from harness.errors import CassetteError, absolute
+from harness.normalize import Normalization
 
 LIVE_API = "https://api.anthropic.com"
 SIMULATOR = "simulator"
 # The key sent in replay never leaves the machine; the CLI insists on having one.
 REPLAY_KEY = "replay-key-not-a-secret"
+Level = Literal["http", "transport"]
 
 
 class HarnessDriftWarning(UserWarning):
@@ -45,8 +49,10 @@ class AgentSdkSession:
     normalize: Normalization | None = None
     upstream: str | None = None  # record modes: a URL, or "simulator" for an in-process one
     sim_policy: str | None = None  # the simulator's default policy when upstream is "simulator"
+    sim_model: Any = None  # or a function model for it (harness.sim.function_model)
     allow_unused: bool = False
     allow_rejected: bool = False
+    level: Level = "http"  # "transport": the SDK's frames, replayed with no CLI (harness.agent_sdk.transport)
     _servers: list[Any] = field(default_factory=list, init=False, repr=False)
     _main: Any = field(default=None, init=False, repr=False)  # the replay server or the recording proxy
     base_url: str = field(default="", init=False)
@@ -60,11 +66,13 @@ class AgentSdkSession:
 
     @property
     def cassette(self) -> Cassette | None:
-        if self._main is None:
+        if self._main is None or self.level == "transport":
             return None
         return self._main.cassettes[0] if hasattr(self._main, "cassettes") else self._main.cassette
 
     def start(self) -> AgentSdkSession:
+        if self.level == "transport":
+            return self._start_for_transport()
         if self.replaying:
             from harness.serve import ReplayServer
 
@@ -87,6 +95,49 @@ class AgentSdkSession:
         self._main = self._servers[-1]
         self.base_url = self._main.base_url
         return self
+
+    def _start_for_transport(self) -> AgentSdkSession:
+        # Replay needs no server at all; recording runs the CLI against the upstream itself (no proxy: the
+        # transport cassette is the record).
+        if self.replaying:
+            if not self.path.exists():
+                raise CassetteError("no transport cassette here, and record mode 'none' only replays; record it "
+                                    "first (pytest --record-mode=once)", file=absolute(self.path))
+            return self
+        upstream = self.upstream or LIVE_API
+        if upstream == SIMULATOR:
+            from harness.sim import Simulator
+
+            simulator = Simulator(policy=self.sim_policy, model=self.sim_model).start()
+            self._servers.append(simulator)
+            upstream = simulator.base_url
+        self.base_url = upstream
+        return self
+
+    def transport(self, prompt: Any, options: Any) -> Any:
+        """For `query(prompt=..., options=..., transport=...)` (level "transport"): in replay, the cassette
+        answers the SDK with no CLI; when recording, the SDK's own CLI transport, its frames kept."""
+        from harness.agent_sdk.transport import RecordingTransport, ReplayTransport, machine_of
+
+        if self.level != "transport":
+            raise ValueError("AgentSdkSession.transport() is for level='transport'; at level 'http' pass "
+                             "session.env to ClaudeAgentOptions(env=...) instead")
+        machine = machine_of(options)
+        if self.replaying:
+            self._main = ReplayTransport(self.path, machine=machine)
+            return self._main
+        import dataclasses
+
+        from claude_agent_sdk import __version__ as sdk_version
+        from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
+        from claude_agent_sdk.types import _configure_can_use_tool  # what query() does before it starts the CLI
+
+        configured = _configure_can_use_tool(dataclasses.replace(options, env={**self.env, **(options.env or {})}))
+        source = "simulator" if self._servers else "live"
+        meta = {"source": source, "sdk_version": f"claude-agent-sdk {sdk_version}"}
+        self._main = RecordingTransport(SubprocessCLITransport(prompt=prompt, options=configured), self.path,
+                                        machine=machine, meta=meta)
+        return self._main
 
     def stop(self) -> None:
         while self._servers:
@@ -111,7 +162,7 @@ class AgentSdkSession:
 
     # -- after the run ---------------------------------------------------------------------------------
     @property
-    def drifts(self) -> list[Drift]:
+    def drifts(self) -> list[ToolResultDrift]:
         return list(self.cassette.drifts) if self.cassette is not None else []
 
     def first_miss(self) -> str | None:
@@ -121,6 +172,8 @@ class AgentSdkSession:
     def problems(self) -> list[str]:
         """What must fail the test, most telling first."""
         found: list[str] = []
+        if self.level == "transport":
+            return self._transport_problems()
         miss = self.first_miss()
         if miss:
             found.append(f"the first request with no recording (the CLI's later retries only echo it):\n{miss}")
@@ -137,3 +190,13 @@ class AgentSdkSession:
                          "changed one; the cassette holds both, so it is not the run the app normally makes:\n  "
                          + "\n  ".join(lines) + "\nFix the upstream (or pass allow_rejected=True to keep it).")
         return found
+
+    def _transport_problems(self) -> list[str]:
+        mismatch = getattr(self._main, "mismatch", None)
+        if mismatch is not None:
+            return [str(mismatch)]
+        if self.replaying and self._main is not None and not self.allow_unused:
+            left = len(self._main.cassette.frames) - self._main.played
+            if left > 0:
+                return [f"{self.path}: {left} recorded frame(s) were never played; re-record, or allow_unused=True"]
+        return []

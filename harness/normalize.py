@@ -409,9 +409,16 @@ def preset(name: str) -> Normalization:
         Substitution("$SESSION_ID", capture=r'"session_id"\s*:\s*"([^"]+)"', name="session id"),
         Substitution("$DEVICE_ID", capture=r'"device_id"\s*:\s*"([^"]+)"', name="device id"),
         Substitution("$CWD", capture=r"Primary working directory: (\S[^\n]*)", name="working directory"),
+        # The CLI's config folder as the CLI names it (~/.claude, or CLAUDE_CONFIG_DIR): the HOME the CLI was
+        # given is not this process's, so it is read from the memory folder's path the system prompt states.
+        Substitution("$CLAUDE_CONFIG_DIR", capture=r"([^\s`'\"]+)/projects/[^/\s`'\"]+/memory/",
+                     name="claude config folder"),
         Substitution("$HOME", fact="home", name="home folder"),
         Substitution("$TMP", fact="tmp", name="temp folder"),
         Substitution("$DATE", pattern=r"Today's date is (\d{4}-\d{2}-\d{2})", name="date"),
+        # The per-project folder is the cwd with every other character than a letter or digit turned to "-"
+        # (/tmp/x_A -> -tmp-x-A), which the $CWD rule cannot see as a path.
+        Substitution("$PROJECT_SLUG", pattern=r"/projects/(-[A-Za-z0-9-]+)/", name="project folder"),
         Substitution("$OS_VERSION", pattern=r"OS Version: ([^\n]+)", name="os version"),
         Substitution("$PLATFORM", pattern=r"\bPlatform: (\S+)", name="platform"),
         Substitution("$SHELL", pattern=r"\bShell: (\S+)", name="shell"),

@@ -22,8 +22,8 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from harness.export import genai
 from harness.run import Exchange, Usage
+from harness.telemetry import genai
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
@@ -64,7 +64,7 @@ def tracer_for(provider: Any = None) -> Tracer | None:
         provider = trace.get_tracer_provider()
         if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
             return None
-    from harness import __version__
+    from harness._version import __version__
 
     return provider.get_tracer("loop-harness", __version__)
 

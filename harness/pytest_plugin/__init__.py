@@ -18,22 +18,22 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import ipaddress
 import os
-import socket
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from harness.cassette.modes import MODES, PLACEHOLDER_API_KEY
-from harness.pytest_marker import MARKER_OWN, cassette_path_of, keywords_of, marker_keywords, unknown_options
+from harness.pytest_plugin.marker import MARKER_OWN, cassette_path_of, keywords_of, marker_keywords, unknown_options
+from harness.pytest_plugin.misses import line_of_test, miss_failure
+from harness.pytest_plugin.network import network_blocked
 
 # --drift-report and the fork summary, and the check of cassettes shared by several tests, live in their
 # own modules, registered with this one.
-pytest_plugins = ("harness.pytest_drift", "harness.pytest_shared")
+pytest_plugins = ("harness.pytest_plugin.drift", "harness.pytest_plugin.shared")
 
 if TYPE_CHECKING:
     from harness.cassette.recorder import Cassette
@@ -58,24 +58,18 @@ def _pytest_recording_will_add_record_mode(pluginmanager: pytest.PytestPluginMan
 _PARSERS: list[pytest.Parser] = []
 
 
-def _allow_fork(parser: pytest.Parser) -> None:
-    for group in parser._groups:
-        for option in group.options:
-            if "--record-mode" not in option.names():
-                continue
-            # pytest 9 keeps the argparse action itself; older versions a dict of its keywords.
-            action = getattr(option, "_action", None)
-            choices = action.choices if action is not None else option.attrs().get("choices")
-            if choices is not None and "fork" not in choices:
-                if action is not None:
-                    action.choices = [*choices, "fork"]
-                else:
-                    option._attrs["choices"] = [*choices, "fork"]
+def _allow_fork(parser: pytest.Parser, group: str) -> None:
+    for option in parser.getgroup(group).options:
+        # Argument.attrs() is what the option is built from (pytest 8) or its argparse action's own (pytest 9).
+        choices = option.attrs().get("choices") if "--record-mode" in option.names() else None
+        if choices is not None and "fork" not in choices:
+            option.attrs()["choices"] = [*choices, "fork"]
 
 
-def pytest_plugin_registered(plugin: object, manager: pytest.PytestPluginManager) -> None:
-    for parser in _PARSERS:
-        _allow_fork(parser)
+def pytest_plugin_registered(plugin: object, plugin_name: str, manager: pytest.PytestPluginManager) -> None:
+    if plugin_name == _PYTEST_RECORDING:  # its pytest_addoption has run: its --record-mode exists now
+        for parser in _PARSERS:
+            _allow_fork(parser, _PYTEST_RECORDING)
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
@@ -92,7 +86,8 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
                 "fork (replay the matching prefix, record from the first divergent request)",
             )
     _PARSERS.append(parser)
-    _allow_fork(parser)
+    if pluginmanager.has_plugin(_PYTEST_RECORDING):  # it loaded first and owns the option
+        _allow_fork(parser, _PYTEST_RECORDING)
     group.addoption("--cassette-dir", action="store", default=None, help="where default cassette paths live")
     group.addoption(
         "--simulator",
@@ -130,47 +125,6 @@ def record_mode(config: pytest.Config) -> str:
     if mode not in MODES:
         raise pytest.UsageError(f"record_mode = {mode!r} in the config file; use one of {', '.join(MODES)}")
     return mode
-
-
-# -- the network block -----------------------------------------------------------------------------------
-
-class NetworkBlocked(OSError):
-    """A test in record mode none tried to reach a host other than loopback."""
-
-
-def _is_loopback(host: Any) -> bool:
-    if host in ("localhost", "", None):
-        return True
-    try:
-        return ipaddress.ip_address(str(host).split("%", 1)[0]).is_loopback
-    except ValueError:
-        return False
-
-
-def _guard(original: Callable[..., Any], describe: Callable[..., tuple[Any, Any]]) -> Callable[..., Any]:
-    def guarded(*args: Any, **kwargs: Any) -> Any:
-        host, port = describe(*args, **kwargs)
-        if not _is_loopback(host):
-            raise NetworkBlocked(
-                f"loop-harness blocked a connection to {host}:{port}: record mode is 'none', so this test may "
-                "talk to loopback only. Record with --record-mode=once (or new_episodes) to reach the network."
-            )
-        return original(*args, **kwargs)
-
-    return guarded
-
-
-def _connect_target(sock: socket.socket, address: Any, *_: Any) -> tuple[Any, Any]:
-    if sock.family in (socket.AF_INET, socket.AF_INET6) and isinstance(address, tuple):
-        return address[0], address[1]
-    return "localhost", None  # unix sockets and the like never leave the machine
-
-
-@pytest.fixture
-def _harness_network_block(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(socket.socket, "connect", _guard(socket.socket.connect, _connect_target))
-    monkeypatch.setattr(socket.socket, "connect_ex", _guard(socket.socket.connect_ex, _connect_target))
-    monkeypatch.setattr(socket, "getaddrinfo", _guard(socket.getaddrinfo, lambda host, port, *a, **k: (host, port)))
 
 
 # -- fixtures ----------------------------------------------------------------------------------------------
@@ -257,48 +211,55 @@ def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> 
 
     faults = options.pop("faults", None)
     allow_unused = bool(options.pop("allow_unused", bool(faults)))
-    try:
-        if faults:
-            # Chaos: the recorded run, with faults injected at the given request indexes. Replay only; a fatal
-            # fault leaves later recordings unplayed, which is the point rather than a stale cassette.
-            if mode != "none":
-                pytest.fail(f"{request.node.nodeid}: cassette faults= replays only; run with record mode none",
-                            pytrace=False)
-            from harness.cassette.recorder import Cassette
-            from harness.chaos import inject
+    with contextlib.ExitStack() as stack:
+        try:
+            if faults:
+                # Chaos: the recorded run, with faults injected at the given request indexes. Replay only; a fatal
+                # fault leaves later recordings unplayed, which is the point rather than a stale cassette.
+                if mode != "none":
+                    pytest.fail(f"{request.node.nodeid}: cassette faults= replays only; run with record mode none",
+                                pytrace=False)
+                from harness.cassette.recorder import Cassette
+                from harness.chaos import inject
 
-            # A replay takes no lock and writes nothing: the cassette's own options are all it can use.
-            replay_options = set(keywords_of(Cassette)) - {"path", "mode"}
-            context: Any = inject(cassette_path, faults=faults,
-                                  **{k: v for k, v in options.items() if k in replay_options})
+                # A replay takes no lock and writes nothing: the cassette's own options are all it can use.
+                replay_options = set(keywords_of(Cassette)) - {"path", "mode"}
+                context: Any = inject(cassette_path, faults=faults,
+                                      **{k: v for k, v in options.items() if k in replay_options})
+            else:
+                context = use_cassette(cassette_path, mode, **options)
+            if mode == "none":
+                stack.enter_context(network_blocked())
+            elif (simulator_url := _simulator_url(request)) is not None:
+                # Recording against --simulator (or the `simulator` fixture): a client the agent builds itself goes
+                # there too, with no key (the cassette gives a keyless client a placeholder, sent to loopback only).
+                request.getfixturevalue("monkeypatch").setenv("ANTHROPIC_BASE_URL", simulator_url)
+            active = stack.enter_context(_left_as_the_test_ended(context, request.node))
+        except HarnessError as err:
+            problem: HarnessError | None = err
         else:
-            context = use_cassette(cassette_path, mode, **options)
-        if mode == "none":
-            request.getfixturevalue("_harness_network_block")
-        elif (simulator_url := _simulator_url(request)) is not None:
-            # Recording against --simulator (or the `simulator` fixture): a client the agent builds itself goes
-            # there too, with no key (the cassette gives a keyless client a placeholder, sent to loopback only).
-            request.getfixturevalue("monkeypatch").setenv("ANTHROPIC_BASE_URL", simulator_url)
-        active = context.__enter__()
-    except HarnessError as err:
-        problem: HarnessError | None = err
-    else:
-        problem = None
-    if problem is not None:  # failed outside the except block: no "during handling" chain on the screen
-        _open_failure(request, problem)
-    active.allow_unused = allow_unused  # type: ignore[attr-defined]
-    from harness.pytest_shared import collect_recordings  # registered by pytest_plugins: imported there first
+            problem = None
+        if problem is not None:  # failed outside the except block: no "during handling" chain on the screen
+            _open_failure(request, problem)
+        active.allow_unused = allow_unused  # type: ignore[attr-defined]
+        from harness.pytest_plugin.shared import collect_recordings  # registered by pytest_plugins: imported first
 
-    collect_recordings(request.node, active)  # a shared cassette in rewrite/all: written once, for the session
-    request.node.stash[_CASSETTE_KEY] = active
-    try:
+        collect_recordings(request.node, active)  # a shared cassette in rewrite/all: written once, for the session
+        request.node.stash[_CASSETTE_KEY] = active
         yield active
-    finally:
-        failed = request.node.stash.get(_FAILED_KEY, False)
-        if failed:
-            context.__exit__(RuntimeError, RuntimeError("test failed"), None)
-        else:
-            context.__exit__(None, None, None)
+
+
+class _TestFailed(RuntimeError):
+    """Raised through a cassette's context when its test failed: it saves only with save_on_error."""
+
+
+@contextlib.contextmanager
+def _left_as_the_test_ended(context: Any, item: pytest.Item) -> Iterator[Any]:
+    """`context` entered, and left as the test ended: a failed test leaves it as an error would."""
+    with contextlib.suppress(_TestFailed), context as active:
+        yield active
+        if item.stash.get(_FAILED_KEY, False):
+            raise _TestFailed("test failed")
 
 
 def _client_options(harness_config: dict[str, Any], simulator_url: str | None = None) -> dict[str, Any]:
@@ -347,21 +308,38 @@ def anthropic_client(
     """An `anthropic.Anthropic` whose calls go through this test's cassette."""
     import anthropic
 
-    client = anthropic.Anthropic(**_client_options(harness_config, _simulator_url(request)),
-                                 **_http_client_option(cassette, asynchronous=False))
-    yield client
-    client.close()
+    with anthropic.Anthropic(**_client_options(harness_config, _simulator_url(request)),
+                             **_http_client_option(cassette, asynchronous=False)) as client:
+        yield client
 
 
 @pytest.fixture
 def async_anthropic_client(
     request: pytest.FixtureRequest, cassette: Cassette, harness_config: dict[str, Any]
-) -> Any:
-    """An `anthropic.AsyncAnthropic` whose calls go through this test's cassette (use it inside any loop)."""
+) -> Iterator[Any]:
+    """An `anthropic.AsyncAnthropic` whose calls go through this test's cassette (use it inside any loop);
+    closed after the test."""
     import anthropic
 
-    return anthropic.AsyncAnthropic(**_client_options(harness_config, _simulator_url(request)),
-                                    **_http_client_option(cassette, asynchronous=True))
+    with contextlib.closing(_AsyncClosing(anthropic.AsyncAnthropic(
+            **_client_options(harness_config, _simulator_url(request)),
+            **_http_client_option(cassette, asynchronous=True)))) as closing:
+        yield closing.client
+
+
+class _AsyncClosing:
+    """An async client closed from synchronous teardown: its own close, run to the end on a loop of its own
+    (the test's loop has ended by then; a connection bound to it is dropped with it)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def close(self) -> None:
+        import asyncio
+
+        if not self.client.is_closed():
+            with contextlib.suppress(RuntimeError, OSError):  # a transport bound to the test's closed loop
+                asyncio.run(self.client.close())
 
 
 @pytest.fixture(autouse=True)
@@ -373,16 +351,6 @@ def _harness_cassette_marker(request: pytest.FixtureRequest) -> None:
 
 
 # -- after the test body: stale interactions fail the test ------------------------------------------------
-
-def _mismatch_in(error: BaseException | None) -> Any:
-    """The CassetteMismatch that `error` is or was raised from, if any (an agent may wrap it)."""
-    recorder = sys.modules.get("harness.cassette.recorder")  # not loaded: no cassette, so no mismatch
-    seen = 0
-    while recorder is not None and error is not None and seen < 20:
-        if isinstance(error, recorder.CassetteMismatch):
-            return error
-        error, seen = error.__cause__ or error.__context__, seen + 1
-    return None
 
 
 def _missing_credential(error: BaseException | None) -> BaseException | None:
@@ -396,39 +364,13 @@ def _missing_credential(error: BaseException | None) -> BaseException | None:
     return None
 
 
-def _where(item: pytest.Item, error: BaseException | None) -> str:
-    """The line of the test that led to the request, from the traceback (the SDK's frames are left out)."""
-    test_file = str(item.path)
-    traceback = error.__traceback__ if error is not None else None
-    line = None
-    while traceback is not None:
-        if traceback.tb_frame.f_code.co_filename == test_file:
-            line = traceback.tb_lineno
-        traceback = traceback.tb_next
-    return f"\n(in {item.path.name}:{line})" if line is not None else ""
-
-
-def _miss_failure(item: pytest.Item, active: Any, raised: BaseException | None) -> pytest.fail.Exception | None:
-    """A miss as one screen: the cassette, the request's position and the diff first, no SDK or httpx2 frames.
-
-    A loop that catches the error and ends its run on it (harness.run_loop does) still fails the test here,
-    with the miss rather than a puzzling assertion about the run's outcome.
-    """
-    mismatch, tool = _mismatch_in(raised), "python"  # the test's own use_cassette: its keywords
-    if active is not None and active.misses:
-        mismatch, tool = active.misses[0], "pytest"  # the marker's cassette: pytest's flags
-    if mismatch is None:
-        return None
-    return pytest.fail.Exception(mismatch.describe(tool) + _where(item, raised), pytrace=False)
-
-
 def _bad_input_failure(item: pytest.Item, error: BaseException) -> pytest.fail.Exception | None:
     """A file the harness cannot use (a corrupt cassette or golden the test opened itself) as one screen: the file,
     the place, what to do, and the test's line; no traceback through the harness."""
     errors = sys.modules.get("harness.errors")  # not loaded: no harness error was raised
     if errors is None or not isinstance(error, errors.HarnessError):
         return None
-    return pytest.fail.Exception(f"{error}{_next_step(error)}{_where(item, error)}", pytrace=False)
+    return pytest.fail.Exception(f"{error}{_next_step(error)}{line_of_test(item, error)}", pytrace=False)
 
 
 @pytest.fixture
@@ -441,8 +383,8 @@ def agent_sdk(request: pytest.FixtureRequest, harness_config: dict[str, Any]) ->
     allow_unused, allow_rejected.
     """
     from harness.agent_sdk import AgentSdkSession
-    from harness.cassette.normalize import Normalization
     from harness.errors import HarnessError
+    from harness.normalize import Normalization
 
     cassette_path, options, mode = _marked_cassette(request, harness_config, "agent_sdk")
     rules = options.pop("normalize", None) or Normalization()
@@ -452,18 +394,16 @@ def agent_sdk(request: pytest.FixtureRequest, harness_config: dict[str, Any]) ->
     session_options = set(keywords_of(AgentSdkSession))  # harness_config may hold use_cassette's options too
     session = AgentSdkSession(cassette_path, mode, normalize=rules or None,
                               **{k: v for k, v in options.items() if k in session_options})
-    failure: HarnessError | None = None
-    try:
-        session.start()
-    except HarnessError as err:
-        failure = err
-    if failure is not None:  # outside the except block: one screen, no "during handling" chain
-        pytest.fail(str(failure), pytrace=False)
-    request.node.stash[_AGENT_SDK_KEY] = session
-    try:
+    with contextlib.ExitStack() as stack:
+        failure: HarnessError | None = None
+        try:
+            stack.enter_context(session)
+        except HarnessError as err:
+            failure = err
+        if failure is not None:  # outside the except block: one screen, no "during handling" chain
+            pytest.fail(str(failure), pytrace=False)
+        request.node.stash[_AGENT_SDK_KEY] = session
         yield session
-    finally:
-        session.stop()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -477,7 +417,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         # test fails on the first miss instead, with its diff. Any other failure of the test stands as it is.
         if session is not None and session.first_miss():
             raise pytest.fail.Exception(_agent_sdk_problems(item, session), pytrace=False) from None
-        failure = _miss_failure(item, active, raised) or _bad_input_failure(item, raised)
+        failure = miss_failure(item, active, raised) or _bad_input_failure(item, raised)
         if failure is not None:
             raise failure from None
         no_key = _missing_credential(raised)
@@ -489,10 +429,10 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         if problems:
             raise pytest.fail.Exception(problems, pytrace=False)
     # A miss the test swallowed fails it; under --drift-report it is the report's to count instead.
-    failure = None if item.config.getoption("--drift-report", None) else _miss_failure(item, active, None)
+    failure = None if item.config.getoption("--drift-report", None) else miss_failure(item, active, None)
     if failure is not None:
         raise failure
-    from harness.pytest_shared import is_shared  # registered by pytest_plugins: imported there first
+    from harness.pytest_plugin.shared import is_shared  # registered by pytest_plugins: imported there first
 
     if active is not None and active.write_protected and not getattr(active, "allow_unused", False) and not (
             is_shared(item, active.path)):  # several tests play it: checked once, at the end (pytest_shared)
@@ -535,7 +475,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         item.stash[_FAILED_KEY] = True
     active = item.stash.get(_CASSETTE_KEY, None)
     if report.when == "call" and active is not None:
-        from harness.pytest_shared import note_played
+        from harness.pytest_plugin.shared import note_played
 
         note_played(item, active, passed=report.passed)
     return report

@@ -14,8 +14,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from harness.cassette.multipart import store_multipart
-from harness.cassette.sse import SSE_CONTENT_TYPE, fold_stream, looks_like_sse, parse_sse, render_sse
+from harness.wire.multipart import store_multipart
+from harness.wire.sse import SSE_CONTENT_TYPE, fold_stream, looks_like_sse, parse_sse, render_sse
 
 GZIP_MAGIC = b"\x1f\x8b"
 REPLAYED_HEADER = "x-harness-replayed"  # on every answer that came from a cassette

@@ -1,0 +1,169 @@
+"""Files as every reader and writer of the harness treats them: bounded reads, the symlink rule, atomic writes.
+
+- `read_bytes_bounded` / `read_text_bounded`: a regular file's bytes (or UTF-8 text), refused before it is read
+  when it is over a limit, not a regular file (a device, a pipe, a folder), or grows while it is read;
+- the symlink rule (`symlink_escape`, `refuse_symlink_escape`): a file written as inside a project may not lead
+  outside it through a symlink; every bounded read keeps it;
+- `atomic_write_text` / `atomic_write_bytes` / `atomic_writer`: a temp file in the same folder, fsync, rename, so
+  a reader sees the old file or the new one, never half of one; the file keeps the mode a plain open() gives.
+
+A foundation: cassettes, goldens, suites, reports, exports and the servers all read and write through it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from harness.errors import CassetteError, absolute
+
+
+def read_bytes_bounded(path: Path, limit: int | None = None) -> bytes:
+    """A file's bytes, refusing anything over `limit` bytes before reading it."""
+    limit = MAX_READ_BYTES if limit is None else limit
+    refuse_symlink_escape(path)  # here, so that every reader (show, eval, serve, scan, import, the plugin) keeps it
+    size = regular_file_size(path)
+    if size > limit:
+        raise CassetteError(f"{size:,} bytes is over the {limit:,}-byte limit for a cassette", file=path)
+    with path.open("rb") as handle:
+        raw = handle.read(size + 1)
+    if len(raw) > size:  # it grew after the stat: some writer is still at it
+        raise CassetteError("the file changed while it was read; read it again once it is written", file=path)
+    return raw
+
+
+def regular_file_size(path: Path) -> int:
+    """The size of a regular file (symlinks followed). A device (/dev/zero never ends), a named pipe
+    (opening it waits for a writer) or a folder is refused before anything opens it."""
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        raise CassetteError("no such cassette", file=absolute(path)) from None
+    if not stat.S_ISREG(status.st_mode):
+        raise CassetteError("not a regular file (a folder, a device or a pipe); a cassette is a file", file=path)
+    return status.st_size
+
+
+def decode_utf8(raw: bytes, path: Path) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise CassetteError(f"not UTF-8 text (byte {err.start})", file=path, where=f"line {line}") from None
+
+
+def read_text_bounded(path: Path, limit: int | None = None) -> str:
+    """Read a file refusing anything over `limit` bytes or not UTF-8, before it reaches a parser."""
+    return decode_utf8(read_bytes_bounded(path, limit), path)
+
+
+MAX_READ_BYTES = 64 * 1024 * 1024  # the default limit of a bounded read (a cassette's too)
+
+PROJECT_MARKERS = ("pyproject.toml", ".git")  # what makes a folder a project root
+
+
+def symlink_escape(written: Path, root: Path | None = None) -> Path | None:
+    """Where `written` really leads, when it is written as inside a project but a symlink takes it outside.
+
+    The project is `root`, else the nearest folder above `written` (as written, symlinks not followed)
+    with a pyproject.toml or .git; with no project there is no rule. A path written as outside the
+    project (`../shared/real.yaml`) is allowed: a reviewer sees where it goes.
+    """
+    absolute = Path(os.path.normpath(written.absolute()))
+    if root is None:
+        root = _nearest_marked_folder(str(absolute.parent))
+        if root is None:
+            return None
+    root = Path(os.path.normpath(root.absolute()))
+    if not absolute.is_relative_to(root):
+        return None
+    resolved = absolute.resolve()
+    return None if resolved.is_relative_to(root.resolve()) else resolved
+
+
+def _nearest_marked_folder(folder: str) -> Path | None:
+    """`folder` or the nearest folder above it with a project marker (os.path: every load of every cassette asks)."""
+    while True:
+        if any(os.path.exists(os.path.join(folder, marker)) for marker in PROJECT_MARKERS):
+            return Path(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def refuse_symlink_escape(path: Path) -> None:
+    """The symlink rule, for every reader: a file inside the project may not lead outside it."""
+    escape = symlink_escape(path)
+    if escape is not None:
+        raise CassetteError(
+            f"leads outside the project through a symlink (to {escape}); copy the file into the "
+            "project, or write the path as outside it",
+            file=path,
+        )
+
+
+def _umask() -> int:
+    """The process's umask. Read where Linux shows it, else by setting and restoring it (not thread-safe, so
+    only as the fallback)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _file_mode(path: Path) -> int:
+    """The mode the written file gets: the old file's when it is replaced, else what open() would give
+    (0666 less the umask); mkstemp's 0600 would hide every cassette and report from the rest of a team."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write via a temp file in the same folder, fsync, rename: a reader sees the old file or the new one."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: str | Path, data: bytes, *, durable: bool = True) -> None:
+    """`atomic_write_text` for bytes. `durable=False` leaves the fsyncs out, for files a crash may lose (a cache)."""
+    with atomic_writer(path, durable=durable) as handle:
+        handle.write(data)
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | Path, *, durable: bool = True) -> Iterator[BinaryIO]:
+    """A file to write in pieces (a streamed document) that appears at `path` whole, or not at all."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = _file_mode(path)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as handle:
+            yield handle
+            handle.flush()
+            if durable:
+                os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+    if not durable:
+        return
+    with contextlib.suppress(OSError):  # make the rename itself durable where the OS allows it
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)

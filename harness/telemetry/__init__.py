@@ -1,0 +1,4 @@
+"""GenAI spans of a run as it happens: the loop and the recorder emit them (OpenTelemetry,
+optional). Below both; `harness export --otel` (harness.export) writes the same spans
+for a finished trajectory.
+"""
