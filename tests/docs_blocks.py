@@ -15,7 +15,8 @@ not show, on the line before it:
 
 A page picks its starting project with a directive anywhere in it: `<!-- docs-setup: weather -->` (the
 new user's weather agent of the README), `<!-- docs-setup: repo -->` (a copy of this repository's
-bundled suite: pyproject.toml, cassettes/, golden/, evals/), `<!-- docs-setup: tested-by tests/test_x.py -->`
+bundled suite: pyproject.toml, cassettes/, golden/, evals/, and the hand-written server-tool cassettes
+of tests/server_tools/), `<!-- docs-setup: tested-by tests/test_x.py -->`
 (a walkthrough a test of its own follows word for word, asserting more than exit codes), else an empty
 project with a pyproject.toml.
 Any other block fails the docs test, so a block cannot be added without saying what it is.

@@ -66,7 +66,7 @@ def _environment() -> dict[str, str]:
 def _start_project(setup: str, project: Path) -> None:
     project.mkdir()
     if setup == "repo":
-        for name in ("cassettes", "golden", "evals"):
+        for name in ("cassettes", "golden", "evals", "tests/server_tools"):
             shutil.copytree(REPO / name, project / name)
         shutil.copy(REPO / "pyproject.toml", project / "pyproject.toml")
     elif setup == "weather":
