@@ -12,11 +12,13 @@ class FakeClock:
     """Stands in for the `time` module: `monotonic` moves only when something sleeps.
 
     A sleep records its length and returns at once; with `hold=True` it waits until the test calls
-    `release()` (a server silent past its client's timeout). `sleeping` is set when a sleep begins.
+    `release()` (a server silent past its client's timeout), or `hold_limit` seconds. `sleeping` is set when a
+    sleep begins: the signal that the request which meets it has arrived and is being held.
     """
 
-    def __init__(self, *, now: float = 100.0, hold: bool = False) -> None:
+    def __init__(self, *, now: float = 100.0, hold: bool = False, hold_limit: float = HOLD_LIMIT) -> None:
         self.now = now
+        self.hold_limit = hold_limit
         self.sleeps: list[float] = []
         self.sleeping = threading.Event()
         self._released = threading.Event()
@@ -31,7 +33,7 @@ class FakeClock:
         with self._lock:
             self.sleeps.append(round(seconds, 6))
         self.sleeping.set()
-        self._released.wait(HOLD_LIMIT)
+        self._released.wait(self.hold_limit)
         with self._lock:
             self.now += seconds
 

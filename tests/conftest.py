@@ -3,7 +3,8 @@
 The real-recordings corpus (55 recordings of the real API by other projects) is optional: it is
 `$HARNESS_REAL_CASSETTES` when set (.ci/run sets it), else ../shared/real-cassettes beside the checkout.
 Tests that read it carry `@pytest.mark.real_cassettes` (or call `require_real_cassettes()`) and are
-skipped, with one line naming the folder, where it is absent: a fresh clone has nothing beside it.
+skipped, with one line naming the folder, where it is absent: a fresh clone has nothing beside it. Under
+`CI=true` (.ci/run), a test that the guarantees list cites fails the session if it skips (tests/guarantees.py).
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ def corpus_params(paths: list[Path]) -> list[object]:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "real_cassettes: reads the real-recordings corpus; skipped where it is absent")
+    from tests.guarantees import register_in_ci
+
+    register_in_ci(config)  # under CI=true a test the guarantees list cites may not skip
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

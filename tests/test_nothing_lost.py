@@ -2,16 +2,20 @@
 was; two processes recording one cassette take turns, whole runs at a time.
 
 Each recorder is a real child process (`use_cassette` + a bundled scenario) talking to a simulator in
-this process. The simulator holds one answer back (a slow fault), so the test knows the child is in
-the middle of its run when it sends the signal: no sleeps, no guessing.
+this process. The simulator holds one answer back (a slow fault on a fake clock that sleeps until the test
+lets it go), so the test knows the child is in the middle of its run when it sends the signal, however long
+the child took to start: each wait ends on a signal (the held request arriving, a line the child prints),
+never on a deadline. HANG_SECONDS only stops a test that would otherwise wait forever.
 """
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
-import time
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,9 +25,12 @@ from harness.chaos import time_limit
 from harness.sim import Simulator
 from harness.sim.faults import Fault
 from harness_demo.scenarios import record_scenario, scenario
+from tests.clocks import FakeClock
 
 REPO = Path(__file__).resolve().parents[1]
-WAIT_SECONDS = 30
+# A hang guard, not a readiness deadline: nothing here waits this long unless something is stuck (a child's
+# interpreter start alone takes 2 to 7 s on a loaded 2-core machine, and is never what a wait counts).
+HANG_SECONDS = 600
 
 # A recorder: one bundled scenario through use_cassette, against the simulator at base_url.
 _RECORDER = """
@@ -53,12 +60,22 @@ def start_recorder(name: str, path: Path, mode: str, base_url: str, kill_at: str
                             text=True)
 
 
-def wait_for(condition: object, what: str) -> None:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not condition():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.01)
+@contextlib.contextmanager
+def holding_second_answer() -> Iterator[tuple[Simulator, FakeClock]]:
+    """A simulator that holds its second answer until the block ends (a slow fault on a held fake clock)."""
+    clock = FakeClock(hold=True, hold_limit=HANG_SECONDS)
+    with time_limit(HANG_SECONDS), Simulator(faults={1: Fault("slow", delay=10)}, clock=clock) as sim:
+        try:
+            yield sim, clock
+        finally:
+            clock.release()  # the held answer goes out to whoever still listens: the server thread ends
+
+
+def wait_until(arrived: threading.Event, child: subprocess.Popen[str], what: str) -> None:
+    """Wait for `arrived` (set by the simulator when the child's request reached it) while the child runs."""
+    while not arrived.wait(0.05):
+        if child.poll() is not None:
+            pytest.fail(f"the recorder ended before {what}: {child.communicate()}")
 
 
 def files_beside(path: Path) -> list[str]:
@@ -82,13 +99,13 @@ def test_a_recording_killed_mid_run_leaves_the_previous_cassette(
     path, before = previous
     # new_episodes replays what the cassette holds: ask for a run it does not hold, so the child records.
     name = "dayflow-brief-stream" if mode == "new_episodes" else "dayflow-brief"
-    with time_limit(WAIT_SECONDS * 2), Simulator(faults={1: Fault("slow", delay=10)}) as sim:
+    with holding_second_answer() as (sim, clock):
         child = start_recorder(name, path, mode, sim.base_url)
         try:
-            wait_for(lambda: sim.requests_seen >= 2, "the recorder's second request (held back by the simulator)")
-            assert child.poll() is None, child.communicate()
+            wait_until(clock.sleeping, child, "its second request (held back by the simulator)")
+            assert sim.requests_seen == 2 and child.poll() is None
             child.send_signal(kill)
-            stdout, _ = child.communicate(timeout=WAIT_SECONDS)
+            stdout, _ = child.communicate()
         finally:
             if child.poll() is None:
                 child.kill()
@@ -100,12 +117,12 @@ def test_a_recording_killed_mid_run_leaves_the_previous_cassette(
 @pytest.mark.parametrize("kill", [signal.SIGINT, signal.SIGKILL], ids=lambda s: s.name)
 def test_a_first_recording_killed_mid_run_writes_nothing(kill: signal.Signals, tmp_path: Path) -> None:
     path = tmp_path / "fresh" / "brief.yaml"
-    with time_limit(WAIT_SECONDS * 2), Simulator(faults={1: Fault("slow", delay=10)}) as sim:
+    with holding_second_answer() as (sim, clock):
         child = start_recorder("dayflow-brief", path, "once", sim.base_url)
         try:
-            wait_for(lambda: sim.requests_seen >= 2, "the recorder's second request")
+            wait_until(clock.sleeping, child, "its second request")
             child.send_signal(kill)
-            child.communicate(timeout=WAIT_SECONDS)
+            child.communicate()
         finally:
             if child.poll() is None:
                 child.kill()
@@ -116,9 +133,9 @@ def test_a_first_recording_killed_mid_run_writes_nothing(kill: signal.Signals, t
 
 def test_a_recording_killed_while_it_writes_leaves_the_previous_cassette(previous: tuple[Path, bytes]) -> None:
     path, before = previous
-    with time_limit(WAIT_SECONDS * 2), Simulator() as sim:
+    with time_limit(HANG_SECONDS), Simulator() as sim:
         child = start_recorder("dayflow-brief-stream", path, "rewrite", sim.base_url, kill_at="fsync")
-        child.communicate(timeout=WAIT_SECONDS)
+        child.communicate()
     assert child.returncode == -signal.SIGKILL, "the recorder was meant to die inside the atomic write"
     assert path.read_bytes() == before, "a recorder killed while writing replaced the cassette"
     leftovers = [name for name in files_beside(path) if name != path.name]
@@ -129,19 +146,23 @@ def test_a_recording_killed_while_it_writes_leaves_the_previous_cassette(previou
 
 def test_two_processes_recording_one_cassette_take_turns(tmp_path: Path) -> None:
     path = tmp_path / "shared.yaml"
-    with time_limit(WAIT_SECONDS * 2), Simulator(faults={1: Fault("slow", delay=5)}) as sim:
+    with holding_second_answer() as (sim, clock):
         second = start_recorder("sql-self-correction", path, "new_episodes", sim.base_url, kill_at="wait")
-        assert second.stdin is not None and second.stdout is not None
+        assert second.stdin is not None and second.stdout is not None and second.stderr is not None
         assert second.stdout.readline().strip() == "ready"  # started and imported, not yet recording
         first = start_recorder("dayflow-brief", path, "new_episodes", sim.base_url)
-        wait_for(lambda: sim.requests_seen >= 2, "the first recorder's second request (held back)")
+        wait_until(clock.sleeping, first, "the first recorder's second request (held back)")
         second.stdin.write("go\n")
         second.stdin.flush()
         assert second.stdout.readline().strip() == "recording"
-        # The second recorder now asks for the cassette while the first is still in the middle of its run.
+        # The second recorder now asks for the cassette while the first is held in the middle of its run, and
+        # says so: the lock's notice names the holder once the second has waited its first second.
+        notice = next((line for line in second.stderr if "waiting for the recording lock" in line), "")
+        assert f"held by pid {first.pid}" in notice, f"the second recorder never queued behind the first: {notice!r}"
         assert first.poll() is None and len(sim.served) == 1, "precondition: the runs overlap in time"
-        _, err_first = first.communicate(timeout=WAIT_SECONDS)
-        _, err_second = second.communicate(timeout=WAIT_SECONDS)
+        clock.release()
+        _, err_first = first.communicate()
+        _, err_second = second.communicate()
         served = [item.policy for item in sim.served]
     assert first.returncode == 0, err_first
     assert second.returncode == 0, err_second

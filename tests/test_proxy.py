@@ -30,7 +30,7 @@ from harness.proxy import PROXY_ERROR_HEADER, RecordingProxy, _EventSplitter
 from harness.sim import Fault, Simulator
 from harness.wire.bodies import response_message
 from tests.clocks import FakeClock
-from tests.harness_processes import start_serving_command
+from tests.harness_processes import HANG_SECONDS, start_serving_command
 
 REPO = Path(__file__).resolve().parent.parent
 KEY = "sk-ant-api03-proxy-test-key-000000000000"
@@ -263,7 +263,7 @@ class _SlowStream(BaseHTTPRequestHandler):
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         self._chunk(b'event: message_start\ndata: {"type":"message_start"}\n\n')
-        self.first_seen.wait(timeout=10)  # a buffering proxy never lets the client see it: then we time out
+        self.first_seen.wait(timeout=120)  # a buffering proxy never lets the client see it: then we give up
         self._chunk(b'event: ping\ndata: {"type": "ping"}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n')
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
@@ -387,7 +387,7 @@ def test_a_signal_leaves_a_complete_cassette(tmp_path: Path, stop_signal: signal
             client(url).messages.create(**echo("two"))
         finally:
             process.send_signal(stop_signal)
-            _, stderr = process.communicate(timeout=20)
+            _, stderr = process.communicate(timeout=HANG_SECONDS)
     assert process.returncode == 0, stderr
     assert "2 exchanges recorded" in stderr
     assert len(load_cassette(path).interactions) == 2
@@ -402,7 +402,7 @@ def test_a_signal_before_any_exchange_leaves_the_previous_cassette(tmp_path: Pat
         before = path.read_bytes()
         process, _ = _start_proxy(tmp_path, sim.base_url, path, "--mode", "rewrite")
         process.send_signal(signal.SIGTERM)
-        process.communicate(timeout=20)
+        process.communicate(timeout=HANG_SECONDS)
     assert process.returncode == 0
     assert path.read_bytes() == before
 

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+import httpx2  # noqa: F401  (see below)
 import pytest
 
 from harness.cassette.format import load_cassette
+
+# Imported here, in the process that runs the inner sessions: pytester takes the modules an in-process run
+# imported out of sys.modules when it ends, and the next in-process run would import a second httpx2 whose
+# transports are not the ones the plugin's patch sees, so its requests would bypass the cassette. Whether
+# that happened used to depend on which tests had run before in the same worker.
 
 pytest_plugins = ["pytester"]
 
@@ -429,3 +436,65 @@ def test_under_xdist_the_played_interactions_of_every_worker_count(project: pyte
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert "was never played (#3)" in result.stdout.str()
+
+
+# -- a shared cassette recorded in rewrite/all, under xdist ------------------------------------------------------
+SHARED_RECORDING = ASK + '''
+import os
+from pathlib import Path
+
+@pytest.mark.parametrize("run", ["alpha", "bravo", "charlie", "delta"])
+@pytest.mark.cassette(path="cassettes/shared.yaml")
+def test_shared(run):
+    client = FakeMessagesAPI().client()
+    ask(client, "hello")  # every test's first request is the same one
+    for k in range(2):
+        ask(client, f"run {run} request {k}")
+    (Path(__file__).parent / "workers" / run).write_text(os.environ.get("PYTEST_XDIST_WORKER", "main"))
+'''
+EVERY_TEST = ["hello", *(f"run {run} request {k}" for run in ("alpha", "bravo", "charlie", "delta") for k in range(2))]
+
+
+def _asked(path: Path) -> list[str]:
+    return [i["request"]["body"]["messages"][0]["content"] for i in load_cassette(path).interactions]
+
+
+def _record_under_xdist(project: pytest.Pytester, mode: str, *args: str) -> pytest.RunResult:
+    (project.path / "workers").mkdir(exist_ok=True)
+    result = project.runpytest_subprocess("-n", "2", "-p", "xdist", f"--record-mode={mode}", "test_shared.py", *args)
+    workers = {path.read_text() for path in (project.path / "workers").iterdir()}
+    assert len(workers) == 2, f"precondition: both workers recorded into the cassette ({workers})"
+    return result
+
+
+@pytest.mark.parametrize("mode", ["rewrite", "all"])
+def test_a_cassette_shared_under_xdist_holds_what_every_worker_recorded(project: pytest.Pytester, mode: str) -> None:
+    path = _record_shared(project, "gone")  # an older recording of other tests, one request no test makes now
+    assert _asked(path) == ["first", "second", "gone"]
+    project.makepyfile(test_shared=SHARED_RECORDING)
+    result = _record_under_xdist(project, mode)
+    result.assert_outcomes(passed=4)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    # Written once, in the tests' order whichever worker ran them; the request all four make is kept once.
+    old = {"rewrite": [], "all": ["first", "second", "gone"]}[mode]  # all keeps what the session did not renew
+    assert _asked(path) == old + EVERY_TEST
+    # And it replays, under xdist too, with nothing stale left in it: every recording is some test's.
+    project.makepyfile(test_shared=SHARED_RECORDING + (SHARED.removeprefix(ASK) + '''
+@pytest.mark.cassette(path="cassettes/shared.yaml")
+def test_gone():
+    ask(FakeMessagesAPI().client(), "gone")
+''') * (mode == "all"))
+    result = project.runpytest_subprocess("-n", "2", "-p", "xdist", "test_shared.py")
+    result.assert_outcomes(passed=4 + 3 * (mode == "all"))
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+
+
+def test_a_rewrite_that_leaves_some_sharing_tests_out_keeps_their_recordings(project: pytest.Pytester) -> None:
+    project.makepyfile(test_shared=SHARED_RECORDING)
+    path = project.path / "cassettes" / "shared.yaml"
+    _record_under_xdist(project, "rewrite").assert_outcomes(passed=4)
+    shutil.rmtree(project.path / "workers")
+    result = _record_under_xdist(project, "rewrite", "-k", "alpha or charlie")  # bravo and delta's stay
+    result.assert_outcomes(passed=2)
+    assert sorted(_asked(path)) == sorted(EVERY_TEST)
+    assert "kept the recordings of the 2 tests that did not run and pass" in result.stdout.str()

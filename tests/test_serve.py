@@ -22,7 +22,7 @@ from harness.serve import STATUS_PATH, ReplayServer
 from harness.sim import Simulator
 from harness.wire.sse import render_event
 from tests.clocks import FakeClock
-from tests.harness_processes import start_serving_command
+from tests.harness_processes import HANG_SECONDS, start_serving_command
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = [{"name": "read_inbox", "description": "Read emails.",
@@ -273,7 +273,7 @@ def test_serve_command_reports_per_cassette_and_exits_1_on_a_miss(tmp_path: Path
             client(url).messages.create(**echo("three"))
     finally:
         process.send_signal(signal.SIGTERM)
-        stdout, stderr = process.communicate(timeout=20)
+        stdout, stderr = process.communicate(timeout=HANG_SECONDS)
     assert process.returncode == 1
     assert "listening on http://127.0.0.1:" in stdout
     assert f"{path}: 1 of 2 interactions played; never played: #2" in stderr
@@ -288,6 +288,6 @@ def test_serve_command_exits_0_when_everything_matched(tmp_path: Path) -> None:
         client(url).messages.create(**echo("one"))
     finally:
         process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=20)
+        _, stderr = process.communicate(timeout=HANG_SECONDS)
     assert process.returncode == 0, stderr
     assert "1 of 1 interactions played" in stderr

@@ -68,14 +68,14 @@ def test_the_patch_comes_off_when_the_last_of_two_threads_leaves(tmp_path: Path)
     def replay_in_a_thread() -> None:
         with use_cassette(path, "none", allow_repeats=True):
             entered.set()
-            leave.wait(10)
+            leave.wait(60)  # a hang guard: the test sets it once its own replay is done
 
     thread = threading.Thread(target=replay_in_a_thread)
     thread.start()
-    assert entered.wait(10)
+    assert entered.wait(60)
     with use_cassette(path, "none", allow_repeats=True):
         assert default.create_ssl_context is not original
     assert default.create_ssl_context is not original, "the other thread's replay is still in use"
     leave.set()
-    thread.join(10)
+    thread.join(60)
     assert default.create_ssl_context is original

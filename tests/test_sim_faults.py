@@ -92,14 +92,20 @@ def test_fault_fires_once_at_its_index_only() -> None:
         assert sim.requests_seen == 5
 
 
+# The client's timeout is real (httpx2's socket timeout): the held answer trips it, and the retry's answer must
+# come within it. A simulator answer takes 20-30 ms on this 2-core machine at load 7; 1 s leaves room for a
+# loaded machine's stalls without making the held attempts wait long.
+ANSWER_SECONDS = 1.0
+
+
 def test_slow_response_trips_the_client_timeout_and_the_retry_succeeds() -> None:
     clock = FakeClock(hold=True)  # the slow answer stays silent until the test lets it go: no real 2 s
     try:
         with Simulator(faults={0: Fault("slow", delay=2.0)}, clock=clock) as sim, \
                 pytest.raises(anthropic.APITimeoutError):
-            _client(sim, retries=0, timeout=0.3).messages.create(**REQUEST)
+            _client(sim, retries=0, timeout=ANSWER_SECONDS).messages.create(**REQUEST)
         with Simulator(faults={0: Fault("slow", delay=2.0)}, clock=clock) as sim:
-            message = _client(sim, retries=1, timeout=0.3).messages.create(**REQUEST)
+            message = _client(sim, retries=1, timeout=ANSWER_SECONDS).messages.create(**REQUEST)
             assert message.stop_reason == "end_turn"
             assert sim.requests_seen == 2
     finally:

@@ -90,6 +90,9 @@ class Cassette:
     """
 
     allow_unused: bool = False  # the pytest plugin's marker option: unplayed recordings do not fail the test
+    # Set, `save()` hands the cassette to it instead of writing: the pytest plugin collects what each test of a
+    # shared cassette recorded in rewrite/all, to write it once for the session (harness.pytest_plugin.shared).
+    deferred: Callable[[Cassette], None] | None = None
 
     # The file (storage.Storage)
     path: _Part[Path] = _Part("storage")
@@ -242,6 +245,9 @@ class Cassette:
 
     def save(self) -> Path | None:
         if self.write_protected or not self.new_interactions:
+            return None
+        if self.deferred is not None:
+            self.deferred(self)
             return None
         return self.storage.save(self.interactions_to_save(), provenance=self.provenance, rules=self.rules,
                                  played=len(self.played_order), divergence=self.divergence)

@@ -8,17 +8,32 @@ session (on the xdist controller, from every worker's notes) a recording none of
 session. The check is made only when every test that names the cassette ran in this session and passed: a
 test deselected by -k, --lf or a shard plugin (pytest-split, pytest-shard), or one that failed or was
 skipped, may be the one that plays the rest, and the summary says the cassette was not checked.
+
+Recording such a cassette in `rewrite` or `all` is done once too. Each of its tests would otherwise write the
+whole file with only its own recordings (rewrite keeps nothing old), each replacing the last, and under xdist
+whichever worker wrote last would win. So its tests write nothing: each one that passes hands what it recorded
+to this module (`collect_recordings`), the xdist workers send theirs to the controller with their notes, and at
+the end of the session one process writes the cassette, under its recording lock, with every test's recordings
+in the tests' collection order (whichever worker ran them). A request that several tests send alike is kept
+as often as the one test that sends it most, as new_episodes keeps it: replay serves each test from the whole
+cassette, so a second copy would never be played. `rewrite` starts afresh only when every test that names the
+cassette ran and passed; otherwise the old recordings the session did not renew are kept, as in `all`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from harness.errors import HarnessError
 from harness.pytest_plugin.marker import marked_cassette_path
+
+if TYPE_CHECKING:
+    from harness.cassette.recorder import Cassette
 
 _SHARED_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()  # cassette path -> what this process knows of it
 _REPORT_KEY = pytest.StashKey[list[str]]()
@@ -31,7 +46,8 @@ def _notes(config: pytest.Config) -> dict[str, dict[str, Any]]:
 
 def _blank(users: list[str]) -> dict[str, Any]:
     """What a process knows of a shared cassette before any of its tests ran: which tests name it."""
-    return {"users": users, "passed": [], "played": [], "count": 0, "allowing": [], "replayed": False}
+    return {"users": users, "passed": [], "played": [], "count": 0, "allowing": [], "replayed": False,
+            "recorded": []}
 
 
 def _path_of(item: pytest.Item) -> str | None:
@@ -50,7 +66,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     notes = _notes(config)
     for path, nodeids in users.items():
         if len(nodeids) > 1:
-            notes[path] = _blank(sorted(nodeids))
+            notes[path] = _blank(nodeids)  # in collection order: the order their recordings are written in
     return (yield)
 
 
@@ -73,6 +89,25 @@ def note_played(item: pytest.Item, active: Any, passed: bool) -> None:
         note["passed"].append(item.nodeid)
 
 
+_RECORDED_ONCE = ("rewrite", "all")  # the modes in which a shared cassette is written once, for the session
+
+
+def collect_recordings(item: pytest.Item, cassette: Cassette) -> None:
+    """A shared cassette in rewrite/all: the test's save keeps what it recorded for the session's one write."""
+    note = _notes(item.config).get(str(cassette.path))
+    if note is None or cassette.mode not in _RECORDED_ONCE:
+        return
+
+    def keep(done: Cassette) -> None:  # called by `done.save()`: the test passed (or asked to save on error)
+        note["recorded"].append({
+            "test": item.nodeid, "mode": done.mode, "interactions": done.capture.fresh(),
+            "provenance": done.provenance, "rules": done.rules.to_data() if done.rules else None,
+            "note": done.note, "rewrite_request_ids": done.rewrite_request_ids,
+        })
+
+    cassette.deferred = keep
+
+
 def _merge(into: dict[str, dict[str, Any]], notes: dict[str, dict[str, Any]]) -> None:
     for path, note in notes.items():
         have = into.setdefault(path, _blank(note["users"]))
@@ -80,6 +115,57 @@ def _merge(into: dict[str, dict[str, Any]], notes: dict[str, dict[str, Any]]) ->
             have[key] = sorted({*have[key], *note[key]})
         have["count"] = max(have["count"], note["count"])
         have["replayed"] = have["replayed"] or note["replayed"]
+        have["recorded"].extend(note.get("recorded", []))
+
+
+def _each_run_once(runs: list[dict[str, Any]], fingerprint_of: Callable[[dict[str, Any]], bytes]) -> list[Any]:
+    """Every run's recordings in order, less those an earlier run already holds: a request that several runs
+    send alike is kept as many times as the run that sends it most (replay serves each from the whole file)."""
+    kept: list[Any] = []
+    held: Counter[bytes] = Counter()
+    for run in runs:
+        sent: Counter[bytes] = Counter()
+        for interaction in run["interactions"]:
+            fingerprint = fingerprint_of(interaction["request"])
+            sent[fingerprint] += 1
+            if sent[fingerprint] > held[fingerprint]:
+                kept.append(interaction)
+                held[fingerprint] += 1
+    return kept
+
+
+def write_recorded(path: str, note: dict[str, Any]) -> str:
+    """Write a shared cassette with what every test of the session recorded in it; a line for the summary."""
+    from harness.cassette.recorder import Cassette
+    from harness.cassette.storage import recording_turn
+    from harness.normalize import Normalization
+
+    order = {nodeid: position for position, nodeid in enumerate(note["users"])}
+    runs = sorted(note["recorded"], key=lambda run: order.get(run["test"], len(order)))
+    everyone = set(note["passed"]) >= set(note["users"])
+    mode = "rewrite" if everyone and all(run["mode"] == "rewrite" for run in runs) else "all"
+    rules = Normalization()
+    provenance: dict[str, Any] = {}
+    for run in runs:
+        rules = rules.merged(Normalization.from_data(run["rules"], where="harness.matching"))
+        provenance.update(run["provenance"])
+    turn = recording_turn(path, mode)
+    try:
+        note_text = next((run["note"] for run in runs if run["note"]), None)
+        cassette = Cassette(path, mode, normalize=rules or None, note=note_text,
+                            rewrite_request_ids=any(run["rewrite_request_ids"] for run in runs))
+        fresh = _each_run_once(runs, cassette.matcher.fingerprint_of)
+        interactions = cassette.storage.interactions_to_save(fresh, played_order=[],
+                                                             fingerprint_of=cassette.matcher.fingerprint_of)
+        cassette.storage.save(interactions, provenance=provenance, rules=cassette.rules, played=0, divergence=None)
+    finally:
+        turn.release()
+    line = f"{path}: written once for the session, {len(fresh)} recordings from {len(runs)} tests"
+    if not everyone and any(run["mode"] == "rewrite" for run in runs):
+        left_out = len(set(note["users"]) - set(note["passed"]))
+        line += (f"; kept the recordings of the {left_out} tests that did not run and pass that this session did "
+                 "not renew (rewrite starts afresh only when every test that uses the cassette ran and passed)")
+    return line
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -95,8 +181,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if hasattr(config, "workerinput"):  # an xdist worker: the controller judges, from every worker's notes
         config.workeroutput[_WORKER_OUTPUT] = notes  # type: ignore[attr-defined]
         return
-    failures, unchecked = [], 0
+    failures, written, unchecked = [], [], 0
     for path, note in sorted(notes.items()):
+        if note.get("recorded"):
+            try:
+                written.append(write_recorded(path, note))
+            except HarnessError as err:
+                failures.append(f"{path}: what its tests recorded was not written: {err}")
         if not note["replayed"] or set(note["allowing"]) == set(note["users"]):
             continue  # recorded in this session, or every test that uses it allows recordings it does not play
         if set(note["passed"]) != set(note["users"]):
@@ -109,7 +200,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                             f"{'interaction was' if len(unplayed) == 1 else 'interactions were'} never played "
                             f"({numbers}) by the {len(note['users'])} tests that use this cassette. Re-record "
                             "(--record-mode=rewrite) or mark them @pytest.mark.cassette(allow_unused=True).")
-    lines = list(failures)
+    lines = [*failures, *written]
     if unchecked:
         lines.append(f"{unchecked} cassette(s) shared by several tests not checked for never-played interactions: "
                      "some of their tests did not run and pass in this session (deselected, another shard, "
