@@ -392,6 +392,10 @@ def _median(values: list[float]) -> float:
 
 
 def render(suite_figures: SuiteFigures, large: LargeFigures, tests: int) -> list[str]:
+    return render_suite(suite_figures, tests) + render_large(large)
+
+
+def render_suite(suite_figures: SuiteFigures, tests: int) -> list[str]:
     lines = [
         f"suite: {tests} tests of two requests, whole pytest processes, CPU seconds (wall in brackets), best of "
         f"the rounds (load average {', '.join(f'{v:.1f}' for v in suite_figures.load)})",
@@ -416,6 +420,11 @@ def render(suite_figures: SuiteFigures, large: LargeFigures, tests: int) -> list
             f"{versus('pytest-recording, client per test', 'ours, anthropic_client', which)}, "
             f"cassetter/ours {versus('cassetter, client per test', 'ours, anthropic_client', which)}"
         )
+    return lines
+
+
+def render_large(large: LargeFigures) -> list[str]:
+    lines = []
     per = large.per_request
     lines.append(
         f"replay: {large.size} interactions, ms per request over windows of {large.window}, median of "
@@ -454,10 +463,10 @@ def main(argv: list[str] | None = None) -> int:
         variants = build_suite(root / "suite", args.tests, cassetter_dir)
         refuse_changed_requests(variants, root, cassetter_dir)
         suite_figures = measure_suite(variants, root, cassetter_dir, args.repeat)
+        print("\n".join(render_suite(suite_figures, args.tests)), flush=True)  # before the large cassette's part
         (root / "large").mkdir()
         large = measure_large(root / "large", args.size, args.window, args.repeat, cassetter_dir)
-    for line in render(suite_figures, large, args.tests):
-        print(line)
+    print("\n".join(render_large(large)))
     if args.json:
         args.json.write_text(
             json.dumps({"suite": vars(suite_figures), "large": vars(large)}, indent=1), encoding="utf-8"
