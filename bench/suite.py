@@ -8,7 +8,8 @@ Its cassette is recorded once, in a temporary directory, by the plugin against `
 (`--record-mode=once`). Then the same tests run, each variant as its own pytest process:
 
 - floor: a fixture builds the SDK client over `httpx2.MockTransport`, which answers the test's requests in
-  order from a dict of the recorded responses (no recorder, no cassette file read per test);
+  order from a dict of the recorded responses, each request's JSON body checked against the recorded one
+  (no recorder, no cassette file read per test);
 - plugin: `@pytest.mark.cassette` and the `anthropic_client` fixture, record mode none;
 - own client: `@pytest.mark.cassette`, the test building its own `anthropic.Anthropic()` (what a user who does
   not use the fixture pays; in a replay the SDK's TLS context is shared, so the CA bundle loads once);
@@ -50,12 +51,17 @@ MODEL = "claude-sonnet-5"
 
 # The loop every variant runs: its own module beside each variant's tests, so that they run the same code.
 LOOP = textwrap.dedent(f'''
+    import os
+
+    # BENCH_MUTATE changes every prompt: a replay that matches bodies must then refuse the test (bench/peers.py).
+    CHANGE = " (changed)" if os.environ.get("BENCH_MUTATE") else ""
+
     TOOLS = [{{"name": "lookup", "description": "Look a word up in the dictionary.",
               "input_schema": {{"type": "object", "properties": {{"word": {{"type": "string"}}}},
                                "required": ["word"]}}}}]
 
     def tool_loop(client, number):
-        messages = [{{"role": "user", "content": f"Look up word number {{number}} and define it."}}]
+        messages = [{{"role": "user", "content": f"Look up word number {{number}} and define it.{{CHANGE}}"}}]
         first = client.messages.create(model={MODEL!r}, max_tokens=64, tools=TOOLS, messages=messages)
         messages.append({{"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]}})
         uses = [b for b in first.content if b.type == "tool_use"]
@@ -82,12 +88,13 @@ FLOOR_CONFTEST = textwrap.dedent('''
         answers = iter(ANSWERS[request.node.name])
 
         def answer(sent):
-            sent.read()
-            status, headers, body = next(answers)
+            expected, status, headers, body = next(answers)
+            if json.loads(sent.read()) != expected:  # the floor matches bodies too, as every engine measured must
+                return httpx2.Response(418, json={"error": {"type": "bench", "message": "not the recorded request"}})
             return httpx2.Response(status, headers=headers, content=body.encode("utf-8"))
 
         transport = httpx2.MockTransport(answer)
-        built = anthropic.Anthropic(api_key="sk-floor", http_client=httpx2.Client(transport=transport))
+        built = anthropic.Anthropic(api_key="sk-floor", max_retries=0, http_client=httpx2.Client(transport=transport))
         yield built
         built.close()
 ''')
@@ -166,8 +173,9 @@ def build(root: Path, count: int) -> dict[str, Path]:
         if len(interactions) != 2:
             raise SystemExit(f"test_{number} recorded {len(interactions)} requests, not 2")
         answers[f"test_{number}"] = [
-            (i["response"]["status"], {"content-type": i["response"]["headers"].get("content-type", "application/json"),
-                                       "request-id": i["response"]["headers"].get("request-id", "req_bench")},
+            (i["request"]["body"], i["response"]["status"],
+             {"content-type": i["response"]["headers"].get("content-type", "application/json"),
+              "request-id": i["response"]["headers"].get("request-id", "req_bench")},
              body_bytes(i["response"]).decode("utf-8")) for i in interactions]
         write_vcrpy_cassette(vcr / "cassettes" / "test_suite" / f"test_{number}.yaml",
                              [{**i, "request": {**i["request"], "path": "/v1/messages"}} for i in interactions])

@@ -314,3 +314,89 @@ def test_shared_objects_are_written_out_in_full() -> None:
     text = dump_cassette(cassette)
     assert "&id" not in text and "*id" not in text
     assert yaml.safe_load(text)["harness"]["b"] == [shared]
+
+
+# -- every other bench script, at toy size ---------------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+TOY_RUNS = {  # the scripts no other test runs, each with the smallest arguments that still measure something
+    "suite": ["--tests", "2", "--repeat", "1"],
+    "uploads": ["--sizes", "0.01", "--repeat", "1"],
+    "proxy": ["--sizes", "2"],
+    "http_core": ["--requests", "3"],
+    "startup": ["--repeats", "1"],
+    "fuzz": ["--cases", "20", "--no-real"],
+    "agent_sdk_requests": [],
+}
+
+
+@pytest.mark.parametrize("script", sorted(TOY_RUNS))
+def test_each_bench_script_runs_at_toy_size(script: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    done = subprocess.run([sys.executable, "-m", f"bench.{script}", *TOY_RUNS[script]], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    assert done.stdout.strip(), "a bench script prints its figures"
+
+
+# -- bench/peers.py: the side-by-side table, and no engine passing by not matching bodies ------------------------
+
+
+@pytest.fixture(scope="module")
+def cassetter_dir() -> Path:
+    """cassetter installed apart from the project's venv (its pytest plugin would clash with ours in one)."""
+    import subprocess
+
+    from bench import peers
+
+    try:
+        return peers.ensure_cassetter(REPO / ".venv" / "bench-peers" / f"cassetter-{peers.CASSETTER_VERSION}")
+    except subprocess.CalledProcessError:
+        pytest.skip("cassetter could not be installed (no package index)")
+
+
+@pytest.fixture(scope="module")
+def toy_suite(tmp_path_factory: pytest.TempPathFactory, cassetter_dir: Path) -> tuple[Path, list[Any]]:
+    from bench import peers
+
+    root = tmp_path_factory.mktemp("peers")
+    return root, peers.build_suite(root / "suite", 2, cassetter_dir)
+
+
+def test_peers_prints_the_side_by_side_table_at_toy_size(toy_suite: tuple[Path, list[Any]],
+                                                         cassetter_dir: Path) -> None:
+    from bench import peers
+
+    root, variants = toy_suite
+    peers.refuse_changed_requests(variants, root, cassetter_dir)  # every engine fails a changed request
+    figures = peers.measure_suite(variants, root, cassetter_dir, repeat=1)
+    (root / "large").mkdir()
+    large = peers.measure_large(root / "large", 24, 2, 1, cassetter_dir)
+    table = "\n".join(peers.render(figures, large, 2))
+    for row in ("floor", "ours, session client", "pytest-recording, session client", "cassetter, session client",
+                "ours, anthropic_client", "pytest-recording, client per test", "cassetter, client per test",
+                "cassetter ", "ours, cold", "json.loads", "vcrpy"):
+        assert row in table, table
+    assert set(figures.cold) == set(figures.warm) == {v.name for v in variants}
+
+
+def test_a_peer_that_does_not_match_bodies_fails_the_bench(toy_suite: tuple[Path, list[Any]], cassetter_dir: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench import peers
+
+    root, variants = toy_suite
+    for name in ("pytest-recording, session client", "cassetter, session client"):
+        variant = next(v for v in variants if v.name == name)
+        conftest = variant.folder / "conftest.py"
+        conftest.write_text(conftest.read_text(encoding="utf-8").replace(repr(peers.PEER_MATCH_ON),
+                                                                          repr(["method", "uri"])), encoding="utf-8")
+        with pytest.raises(SystemExit, match="passed a changed request"):
+            peers.refuse_changed_requests([variant], root, cassetter_dir)
+    monkeypatch.setattr(peers, "PEER_MATCH_ON", ["method", "uri"])  # cassetter's default: no body
+    (root / "blind").mkdir()
+    with pytest.raises(SystemExit, match="cassetter answered a changed request"):
+        peers.measure_large(root / "blind", 24, 2, 1, cassetter_dir)

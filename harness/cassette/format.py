@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from harness.cassette import fast_yaml
 from harness.cassette.parse_cache import (
     CACHE_MIN_BYTES,
     ParseCache,
@@ -30,6 +31,7 @@ from harness.files import (
     read_bytes_bounded,
 )
 from harness.safe_yaml import (
+    collector_paused,
     parse_yaml,
     refuse_what_json_cannot_hold,
 )
@@ -61,17 +63,30 @@ def load_cassette(path: str | Path) -> CassetteFile:
     key = cache.key(raw) if cache is not None and len(raw) >= CACHE_MIN_BYTES else None
     data = cache.get(key) if cache is not None and key is not None else None
     if data is None:
-        data = parse_yaml(decode_utf8(raw, path), file=path)
-        refuse_what_json_cannot_hold(data, file=path)  # a foreign file's dates are the importer's to convert
+        data, json_only = _parse_cassette_text(decode_utf8(raw, path), path)
         validate(data, file=path)
         if cache is not None and key is not None:
-            cache.put(key, data)
+            cache.put(key, data, json_only=json_only)
     else:
         validate(data, file=path)  # what the cache gives back is checked like what the parser gives
     if any("parts" in interaction["request"] for interaction in data["interactions"]):
         # Large upload parts kept beside the cassette must still be the bytes that were recorded.
         check_part_files(data["interactions"], path, read_bytes_bounded)
     return CassetteFile(meta=data["harness"], interactions=data["interactions"], path=path)
+
+
+def _parse_cassette_text(text: str, path: Path) -> tuple[Any, bool]:
+    """The data, and whether it came from the fast reader. Our own dialect goes through the fast reader (JSON's
+    types only, text keys, at most MAX_DEPTH deep, by construction); anything else, a hand-edited file say,
+    through the safe loader and its checks, which also word every refusal."""
+    try:
+        with collector_paused():
+            return fast_yaml.load(text), True
+    except fast_yaml.NotOurDialect:
+        pass
+    data = parse_yaml(text, file=path)
+    refuse_what_json_cannot_hold(data, file=path)  # a foreign file's dates are the importer's to convert
+    return data, False
 
 
 def check_streams(cassette: CassetteFile) -> None:
