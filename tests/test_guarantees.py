@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.guarantees import REPO, cited_tests, guarantees_text
 
@@ -58,3 +59,19 @@ def test_under_ci_a_cited_test_that_skips_fails_the_session(tmp_path: Path) -> N
     assert in_ci.returncode == 1, in_ci.stdout
     assert "guarantees that did not run" in in_ci.stdout
     assert f"{CITED_THAT_SKIPS_WITHOUT_THE_CORPUS}: skipped: the real-cassette corpus" in in_ci.stdout
+
+
+def test_a_parametrized_cited_test_holds_when_any_instance_ran(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from tests.guarantees import CitedSkips
+
+    def report(nodeid: str, when: str, skipped: bool) -> Any:
+        return SimpleNamespace(nodeid=nodeid, when=when, skipped=skipped, longrepr=("f.py", 1, "Skipped: by design"))
+
+    hook = CitedSkips([("tests/test_a.py", "test_some"), ("tests/test_a.py", "test_none")], tmp_path / "g.md")
+    for event in (report("tests/test_a.py::test_some[x]", "setup", True),  # skipped by design for x
+                  report("tests/test_a.py::test_some[y]", "call", False),  # ran for y
+                  report("tests/test_a.py::test_none[corpus-absent]", "setup", True)):
+        hook.pytest_runtest_logreport(event)
+    assert hook.skipped == {"tests/test_a.py::test_none[corpus-absent]": "skipped: by design"}
