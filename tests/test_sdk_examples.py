@@ -38,6 +38,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 # Examples the simulator cannot serve yet: name -> the feature it lacks. Remove an entry when it passes.
 NEEDS: dict[str, str] = {}
@@ -107,11 +108,22 @@ class IndexUnreachable(Exception):
 
 
 def examples_folder() -> Path:
-    """The examples/ of the installed SDK version's sdist, downloaded once into the cache and unpacked there."""
+    """The examples/ of the installed SDK version's sdist, downloaded once into the cache and unpacked there.
+
+    Under a file lock: pytest-xdist's workers each collect this file at once, and on a fresh machine (an empty
+    cache) they would otherwise download and unpack side by side, one of them failing and so collecting other
+    tests than its sibling (xdist then stops the whole run)."""
     unpacked = CACHE / f"anthropic-{SDK_VERSION}"
     if (unpacked / "examples").is_dir():
         return unpacked / "examples"
     CACHE.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(CACHE / f"anthropic-{SDK_VERSION}.lock"), timeout=900):
+        if (unpacked / "examples").is_dir():  # a sibling process made it while this one waited
+            return unpacked / "examples"
+        return _download_and_unpack(unpacked)
+
+
+def _download_and_unpack(unpacked: Path) -> Path:
     archive = CACHE / f"anthropic-{SDK_VERSION}.tar.gz"
     if not archive.is_file():
         command = [
