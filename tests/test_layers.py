@@ -200,3 +200,18 @@ def test_each_command_is_the_module_named_after_it() -> None:
         assert importlib.util.find_spec(module) is not None, f"harness {name}: no module {module}"
     commands = {path.stem for path in (REPO / "harness" / "commands").glob("*.py") if path.stem != "__init__"}
     assert commands == {cli.command_module(name).rsplit(".", 1)[1] for name in cli.COMMANDS}
+
+
+INTERNAL = "Internal package: the public names are in `harness`"
+
+
+def test_every_package_under_harness_says_it_is_internal() -> None:
+    packages = [
+        module for module, path in MODULES.items() if path.name == "__init__.py" and module.startswith("harness.")
+    ]
+    assert len(packages) > 10
+    assert [
+        module
+        for module in packages
+        if INTERNAL not in (ast.get_docstring(ast.parse(MODULES[module].read_text())) or "")
+    ] == []
