@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.cassette.redact import header_items
+from harness.cassette.headers import header_items
 from harness.errors import CassetteError
 
 ABSENT: Any = object()  # a parsed body that was not there (a parsed `null` is a body)
