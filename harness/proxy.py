@@ -295,7 +295,7 @@ class RecordingProxy(LoopbackServer):
                 return
             interaction = self.cassette.redacted(self.cassette.new_interactions[position], position)
             header = {"mode": self.cassette.mode, "provenance": self.cassette.provenance,
-                      "note": self.cassette.note}
+                      "note": self.cassette.storage.note}
         if interaction is None:
             return
         try:
@@ -352,7 +352,7 @@ def _recover_journal(cassette: Path, options: dict[str, Any]) -> int:
     if modes.write_protected(mode, cassette.exists()):  # once over an existing cassette: add the run's exchanges
         mode = "new_episodes"
     recovered = Cassette(cassette, mode, **{**options, "note": header.get("note") or options.get("note")})
-    recovered.new_interactions = interactions
+    recovered.capture.new_interactions = interactions
     if isinstance(header.get("provenance"), dict):
         recovered.provenance = header["provenance"]
     recovered.save()

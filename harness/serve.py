@@ -128,10 +128,10 @@ class ReplayServer(LoopbackServer):
                 "cassettes": [
                     {
                         "path": str(cassette.path),
-                        "interactions": len(cassette.play_counts),
-                        "played": [position for position, count in enumerate(cassette.play_counts) if count],
+                        "interactions": len(cassette.matcher.play_counts),
+                        "played": [position for position, count in enumerate(cassette.matcher.play_counts) if count],
                         "unplayed": cassette.unplayed,
-                        "play_counts": list(cassette.play_counts),
+                        "play_counts": list(cassette.matcher.play_counts),
                         "drifts": [drift.to_data() for drift in cassette.drifts],
                     }
                     for cassette in self.cassettes

@@ -208,3 +208,18 @@ def test_no_module_is_longer_than_one_concept() -> None:
     """One concept fits in MAX_LINES lines; a module above that is split by concept, not allowed."""
     lines = {module: len(path.read_text(encoding="utf-8").splitlines()) for module, path in MODULES.items()}
     assert {module: count for module, count in lines.items() if count > MAX_LINES} == {}
+
+
+INTERNAL = "Internal package: the public names are in `harness`"
+
+
+def test_every_package_under_harness_says_it_is_internal() -> None:
+    packages = [
+        module for module, path in MODULES.items() if path.name == "__init__.py" and module.startswith("harness.")
+    ]
+    assert len(packages) > 10
+    assert [
+        module
+        for module in packages
+        if INTERNAL not in (ast.get_docstring(ast.parse(MODULES[module].read_text())) or "")
+    ] == []

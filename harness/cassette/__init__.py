@@ -1,5 +1,7 @@
 """Cassettes: the file, matching, redaction, the recording and replay client, foreign imports.
 
+Internal package: the public names are in `harness` (`from harness import ...`, harness/__init__.py).
+
 The cassette floor (tests/test_layers.py): above the foundations (harness.wire, harness.files, harness.safe_yaml),
 the run model, the loop and the project with its matching rules (harness.normalize); below the trajectory.
 

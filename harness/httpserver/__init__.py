@@ -1,5 +1,7 @@
 """The one HTTP server core under `harness sim`, `harness proxy` and `harness serve`.
 
+Internal package: the public names are in `harness` (`from harness import ...`, harness/__init__.py).
+
 A hardened HTTP/1.1 server on loopback, served from a daemon thread:
 
 - every request read whole and checked before any route sees it (harness.httpserver.incoming: strict framing,

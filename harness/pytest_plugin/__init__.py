@@ -1,5 +1,7 @@
 """pytest plugin: recorded agent tests as the default way to test.
 
+Internal package: the public names are in `harness` (`from harness import ...`, harness/__init__.py).
+
 Registered by entry point, so installing loop-harness is enough. It feels like pytest-recording and
 answers what its users complain about:
 
