@@ -46,17 +46,10 @@ from harness.cassette.redact import redact_target
 from harness.cassette.storage import recording_turn
 from harness.cassette.transport import failure_kind
 from harness.errors import HarnessError
-from harness.httpserver import (
-    FRAMING,
-    HOP_BY_HOP,
-    ClientDisconnected,
-    IncomingRequest,
-    LoopbackServer,
-    Responder,
-    api_error,
-    send_miss,
-    write_recorded,
-)
+from harness.httpserver import LoopbackServer
+from harness.httpserver.answers import ClientDisconnected, Responder, api_error, send_miss, write_recorded
+from harness.httpserver.incoming import IncomingRequest
+from harness.wire.bodies import FRAMING, HOP_BY_HOP
 from harness.wire.sse import SSE_CONTENT_TYPE, parse_sse
 
 PROXY_MODES: tuple[str, ...] = ("once", "new_episodes", "all", "rewrite", "fork")

@@ -31,15 +31,9 @@ from typing import Any
 from harness.cassette.recorder import Cassette, CassetteMismatch
 from harness.cassette.redact import redact_target
 from harness.errors import HarnessError, absolute
-from harness.httpserver import (
-    TIMINGS,
-    IncomingRequest,
-    LoopbackServer,
-    Responder,
-    Timing,
-    send_miss,
-    write_recorded,
-)
+from harness.httpserver import LoopbackServer
+from harness.httpserver.answers import TIMINGS, Responder, Timing, send_miss, write_recorded
+from harness.httpserver.incoming import IncomingRequest
 from harness.normalize import Normalization
 
 STATUS_PATH = "/_harness/status"

@@ -25,7 +25,7 @@ from harness.cassette.credentials import find_secrets
 from harness.cassette.format import load_cassette
 from harness.cassette.recorder import use_cassette
 from harness.errors import HarnessError
-from harness.httpserver import MISS_HEADER
+from harness.httpserver.answers import MISS_HEADER
 from harness.proxy import PROXY_ERROR_HEADER, RecordingProxy, _EventSplitter
 from harness.sim import Fault, Simulator
 from harness.wire.bodies import response_message
