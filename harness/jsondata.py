@@ -5,6 +5,8 @@
 - `fingerprint` / `run_fingerprints`: short stable hashes of what defines a run (model, system prompt,
   tools), stored in a cassette's provenance block and compared by reports, so that "the system prompt
   changed" is visible without diffing whole requests.
+- `mapping_at`: the object under a key, or an empty one where the key holds anything else (what a reader
+  of foreign or partial JSON wants, with a type the checker follows).
 - `parse_path` / `drop_paths`: dotted paths into JSON data ("metadata.user_id", "$.filters[*].id"), read
   the same wherever a person names fields to ignore: request matching (`ignore_fields`) and tool-argument
   comparison in evals (`ignore_paths`).
@@ -15,8 +17,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+
+def mapping_at(container: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """`container[key]` when it is a mapping, else an empty mapping (missing, null, a list, a string...)."""
+    value = container.get(key)
+    return value if isinstance(value, Mapping) else {}
 
 
 def canonical_json(value: Any) -> str:

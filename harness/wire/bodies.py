@@ -53,15 +53,13 @@ def store_body(target: dict[str, Any], raw: bytes | str | None, *, content_type:
     if not allow_sse and raw[:2] in (b"--", "--", "LS") and store_multipart(target, raw):
         return
     if isinstance(raw, str):
-        text: str | None = raw
+        text = raw
     else:
         if raw[:2] == GZIP_MAGIC:
             raw = gunzip_bounded(raw)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
-            text = None
-        if text is None:
             target["body_base64"] = base64.b64encode(raw).decode("ascii")
             return
     if text == "":
