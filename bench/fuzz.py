@@ -198,7 +198,7 @@ def read_every_way(path: Path) -> None:
     from harness.checks.registry import CHECKS, run_check
     from harness.commands.show import render
     from harness.evals.results import run_details, step_details
-    from harness.httpserver import write_recorded
+    from harness.httpserver.answers import write_recorded
     from harness.trajectory import Trajectory, load_cassette_any
 
     loaded = load_cassette_any(path)

@@ -2,7 +2,7 @@
 
 A project with one scenario (a two-request tool loop: one tool call, then the answer) is recorded N times,
 C at a time, against an in-process simulator enforcing `--rpm` requests per minute, the way
-`harness record --trials N --concurrency C` records it (the same `record_project_scenario`, one shared
+`harness record --trials N --concurrency C` records it (the same `record_scenario`, one shared
 pacer). The simulator's bucket starts spent, as after a first minute at the limit, so the figure is the
 steady rate rather than the first minute's burst (the bucket's capacity is a whole minute's worth, as the
 API's). The limit for trials is rpm / 2. Beside it, the control: the same trials with no pacer, left to
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from harness.pacing import Pacer
 from harness.project import load_project
-from harness.recording import record_project_scenario
+from harness.recording import record_scenario
 from harness.report.trials import trial_path
 from harness.sim import RateLimits, Simulator
 from tests.user_projects import AGENT  # the README's agent, as the tests copy it into a project
@@ -61,7 +61,7 @@ def run(project: Path, *, rpm: int, trials: int, concurrency: int, paced: bool) 
 
         def one(k: int) -> bool:
             # An unpaced trial may run out of retries: the loop then ends with outcome error, not recorded well.
-            recorded = record_project_scenario(item, trial_path(folder / "weather.yaml", k), pacer=pacer, **options)
+            recorded = record_scenario(item, trial_path(folder / "weather.yaml", k), pacer=pacer, **options)
             return recorded.ended
 
         started = time.monotonic()

@@ -3,6 +3,10 @@
 The public surface is small and re-exported here; each name lives in the module of its concept.
 Imports are lazy so that `import harness` stays cheap for the pytest plugin and the CLI; a type checker
 reads the same names from the imports under TYPE_CHECKING (kept equal to `_EXPORTS` by a test).
+
+These names are the public API: the README and the user's pages of docs/ import from `harness` only
+(tests/test_docs.py holds them to it). Every module and package under `harness.` is internal, though not
+underscore-named: its names may move between releases.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # `import x as x`: an explicit re-export, as checkers read it
     from harness.agent_sdk import AgentSdkSession as AgentSdkSession
+    from harness.agent_sdk.transport import TransportMismatch as TransportMismatch
     from harness.batches import wait_for_batch as wait_for_batch
     from harness.batches import wait_for_batch_async as wait_for_batch_async
     from harness.cassette.recorder import Cassette as Cassette
@@ -32,6 +37,9 @@ if TYPE_CHECKING:  # `import x as x`: an explicit re-export, as checkers read it
     from harness.run import Exchange as Exchange
     from harness.run import ToolCall as ToolCall
     from harness.run import Usage as Usage
+    from harness.scenarios import Scenario as Scenario
+    from harness.scenarios import ScenarioSet as ScenarioSet
+    from harness.scenarios import SetArgument as SetArgument
     from harness.sim import SimulatedApiError as SimulatedApiError
     from harness.sim import Simulator as Simulator
     from harness.testing import assert_trajectory as assert_trajectory
@@ -66,6 +74,7 @@ _EXPORTS: dict[str, str] = {
     "Normalization": "harness.normalize",
     "Substitution": "harness.normalize",
     "AgentSdkSession": "harness.agent_sdk",
+    "TransportMismatch": "harness.agent_sdk.transport",
     # the run model and its price, as the README names them
     "Exchange": "harness.run",
     "Usage": "harness.run",
@@ -74,6 +83,10 @@ _EXPORTS: dict[str, str] = {
     "estimate_cost": "harness.pricing",
     "Pacer": "harness.pacing",
     "SimulatedApiError": "harness.sim",
+    # a package's scenario set (the loop_harness.scenarios entry point group) and what it holds
+    "Scenario": "harness.scenarios",
+    "ScenarioSet": "harness.scenarios",
+    "SetArgument": "harness.scenarios",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -36,7 +36,6 @@ from anthropic._base_client import BaseClient
 
 from harness.cassette.recorder import Cassette, Lookup
 from harness.errors import HarnessError, absolute
-from harness.project import ProjectScenario
 from harness.sim.faults import CHAOS_KINDS, ERROR_STATUSES, KINDS, Fault, cut_body, stream_error
 from harness.sim.faults import normalize_faults as normalize_fault_map
 from harness.trajectory import Trajectory
@@ -294,14 +293,16 @@ class ChaosRun:
         }
 
 
-def scenario_for(cassette: str | Path, name: str | None = None, *, demo: bool = False) -> Scenario:
+def scenario_for(cassette: str | Path, name: str | None = None, *, scenario_set: str | None = None) -> Scenario:
     """The scenario that records `cassette`: the project's (`[tool.loop-harness.scenarios]`), found by name or
-    by its cassette path; with `demo`, the bundled one named `name` or whose cassette path `cassette` ends with."""
+    by its cassette path; with `scenario_set`, that installed set's scenario named `name` or whose cassette path
+    `cassette` ends with."""
     if not Path(cassette).is_file():
         raise HarnessError("no such cassette", file=absolute(cassette))
-    if demo:
-        return _demo_scenario_for(cassette, name)
+    if scenario_set is not None:
+        return _set_scenario_for(cassette, name, scenario_set)
     from harness.project import load_project
+    from harness.scenarios import scenario_sets
 
     project = load_project()
     if name is not None:
@@ -311,54 +312,45 @@ def scenario_for(cassette: str | Path, name: str | None = None, *, demo: bool = 
         item = project.scenario(known)
         if item.cassette_path.resolve() == resolved:
             return item
+    sets = "".join(f", or {each.flag} for {each.called}" for each in scenario_sets())
     raise HarnessError(
         f"no scenario in {project.describe_config()} records this cassette (known: "
-        f"{', '.join(project.scenarios) or 'none'}); pass --scenario NAME, or --demo for the bundled demo",
+        f"{', '.join(project.scenarios) or 'none'}); pass --scenario NAME{sets}",
         file=absolute(cassette),
     )
 
 
-def _demo_scenario_for(cassette: str | Path, name: str | None) -> Scenario:
-    from harness.scenarios import scenario_set  # the demo's set, registered through an entry point
+def _set_scenario_for(cassette: str | Path, name: str | None, set_name: str) -> Scenario:
+    from harness.scenarios import scenario_set  # a package's set, registered through an entry point
 
-    demo = scenario_set("demo")
+    found_set = scenario_set(set_name)
     if name is not None:
-        return demo.scenario(name)
-    found = demo.recording(cassette)
+        return found_set.scenario(name)
+    found = found_set.recording(cassette)
     if found is None:
-        raise HarnessError(f"no bundled scenario records this cassette; pass --scenario NAME (known: {demo.known()})",
-                           file=absolute(cassette))
+        raise HarnessError(f"no scenario of {found_set.called} records this cassette; pass --scenario NAME "
+                           f"(known: {found_set.known()})", file=absolute(cassette))
     return found
 
 
 def _replay(item: Scenario, path: Path, faults: Mapping[int, str]) -> tuple[Any, ChaosCassette]:
-    import anthropic
-
-    def client_for(asynchronous: bool) -> Any:
-        factory = anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic
-        return factory(base_url="http://127.0.0.1:9", max_retries=item.max_retries)  # never reached: replay
+    from harness.scenarios import client_factory
 
     # An empty fault map is the plain replay, through the same code path as the faulted one.
     cassette = ChaosCassette(path, faults)
     with cassette.installed():
-        if isinstance(item, ProjectScenario):
-            return item.run(client_for), cassette
-        client = client_for(False)
-        try:
-            return item.run(client), cassette
-        finally:
-            client.close()
+        return item.run(client_factory(item, base_url="http://127.0.0.1:9")), cassette  # never reached: replay
 
 
 def run_chaos(cassette: str | Path, *, at: int, fault: str, scenario: str | None = None,
-              demo: bool = False) -> ChaosRun:
+              scenario_set: str | None = None) -> ChaosRun:
     """Replay the scenario of `cassette` as recorded, then with `fault` at request `at`.
 
     A scenario that fails on the plain replay, with no fault at all, is bad input (HarnessError), never
     blamed on the fault; only a failure under the fault is the agent's crash.
     """
     path = Path(cassette)
-    item = scenario_for(path, scenario, demo=demo)
+    item = scenario_for(path, scenario, scenario_set=scenario_set)
     normalize_faults({at: fault})
     try:
         _, clean = _replay(item, path, {})

@@ -84,7 +84,11 @@ def _refuse_unrecognized(parser: argparse.ArgumentParser, extras: Sequence[str])
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     chosen = _chosen_command(argv)
-    parser = build_parser(chosen or "")
+    try:
+        parser = build_parser(chosen or "")
+    except HarnessError as err:  # a command's arguments come from an installed package too (a scenario set's)
+        print(f"harness {chosen}: {err}", file=sys.stderr)
+        return 2
     if chosen is not None and chosen not in COMMANDS:
         parser.error(f"unknown command {chosen!r}{_nearest(chosen, list(COMMANDS))}; the commands are "
                      f"{', '.join(COMMANDS)} (harness --help)")

@@ -46,17 +46,10 @@ from harness.cassette.redact import redact_target
 from harness.cassette.storage import recording_turn
 from harness.cassette.transport import failure_kind
 from harness.errors import HarnessError
-from harness.httpserver import (
-    FRAMING,
-    HOP_BY_HOP,
-    ClientDisconnected,
-    IncomingRequest,
-    LoopbackServer,
-    Responder,
-    api_error,
-    send_miss,
-    write_recorded,
-)
+from harness.httpserver import LoopbackServer
+from harness.httpserver.answers import ClientDisconnected, Responder, api_error, send_miss, write_recorded
+from harness.httpserver.incoming import IncomingRequest
+from harness.wire.bodies import FRAMING, HOP_BY_HOP
 from harness.wire.sse import SSE_CONTENT_TYPE, parse_sse
 
 PROXY_MODES: tuple[str, ...] = ("once", "new_episodes", "all", "rewrite", "fork")
@@ -302,7 +295,7 @@ class RecordingProxy(LoopbackServer):
                 return
             interaction = self.cassette.redacted(self.cassette.new_interactions[position], position)
             header = {"mode": self.cassette.mode, "provenance": self.cassette.provenance,
-                      "note": self.cassette.note}
+                      "note": self.cassette.storage.note}
         if interaction is None:
             return
         try:
@@ -359,7 +352,7 @@ def _recover_journal(cassette: Path, options: dict[str, Any]) -> int:
     if modes.write_protected(mode, cassette.exists()):  # once over an existing cassette: add the run's exchanges
         mode = "new_episodes"
     recovered = Cassette(cassette, mode, **{**options, "note": header.get("note") or options.get("note")})
-    recovered.new_interactions = interactions
+    recovered.capture.new_interactions = interactions
     if isinstance(header.get("provenance"), dict):
         recovered.provenance = header["provenance"]
     recovered.save()

@@ -2,9 +2,10 @@
 
 A `RecordJob` is one cassette to record and a function that records it and says what it holds; `run_jobs` runs
 them, `concurrency` at a time, reports each as it ends and sums up what could not be recorded.
-`record_project_scenario` records one of the project's scenarios with a client from the environment
-(`client_options` checks there is something to record against). Used by `harness record`, by a package's
-scenario set recording its own (the demo's), and by bench/trials.py.
+`record_scenario` records one run of any scenario (the `harness.scenarios.Scenario` protocol: the project's or
+a set's) with clients from the environment (`client_options` checks there is something to record against) or
+the options given. Used by `harness record`, by a package's scenario set recording its own (the demo's, against
+an in-process simulator), and by bench/trials.py.
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError, absolute
 from harness.pacing import Pacer
-from harness.project import ProjectScenario
 from harness.report._text import counted
 
 if TYPE_CHECKING:
     from harness.cassette.format import CassetteFile
+    from harness.scenarios import Scenario
     from harness.trajectory import Trajectory
 
 
@@ -136,21 +137,13 @@ class Recorded:
         return f"{counted(len(trajectory.steps), 'step')}, outcome {outcome_word(trajectory)}"
 
 
-def record_project_scenario(
-    item: ProjectScenario, path: Path, *, pacer: Pacer | None = None, **client_options: Any
-) -> Recorded:
-    """Run one of the project's scenarios and record it afresh to `path`. The client it is given (when it takes
-    one) comes from the environment; with `pacer`, every Messages API attempt of that client waits for it."""
-    import anthropic
-
+def record_scenario(item: Scenario, path: Path, *, pacer: Pacer | None = None, **client_options: Any) -> Recorded:
+    """Run a scenario and record it afresh to `path`. The clients it builds come from the environment and
+    `client_options`; with `pacer`, every Messages API attempt of those clients waits for it."""
     from harness.cassette.recorder import use_cassette
+    from harness.scenarios import client_factory
 
     middleware = [pacer.middleware()] if pacer is not None else []
-
-    def client_for(asynchronous: bool) -> Any:
-        factory = anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic
-        return factory(max_retries=item.max_retries, middleware=middleware, **client_options)
-
     with use_cassette(path, mode="rewrite") as cassette:
-        returned = item.run(client_for)
+        returned = item.run(client_factory(item, middleware=middleware, **client_options))
     return Recorded(path, returned, cassette.this_run())

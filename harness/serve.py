@@ -31,15 +31,9 @@ from typing import Any
 from harness.cassette.recorder import Cassette, CassetteMismatch
 from harness.cassette.redact import redact_target
 from harness.errors import HarnessError, absolute
-from harness.httpserver import (
-    TIMINGS,
-    IncomingRequest,
-    LoopbackServer,
-    Responder,
-    Timing,
-    send_miss,
-    write_recorded,
-)
+from harness.httpserver import LoopbackServer
+from harness.httpserver.answers import TIMINGS, Responder, Timing, send_miss, write_recorded
+from harness.httpserver.incoming import IncomingRequest
 from harness.normalize import Normalization
 
 STATUS_PATH = "/_harness/status"
@@ -134,10 +128,10 @@ class ReplayServer(LoopbackServer):
                 "cassettes": [
                     {
                         "path": str(cassette.path),
-                        "interactions": len(cassette.play_counts),
-                        "played": [position for position, count in enumerate(cassette.play_counts) if count],
+                        "interactions": len(cassette.matcher.play_counts),
+                        "played": [position for position, count in enumerate(cassette.matcher.play_counts) if count],
                         "unplayed": cassette.unplayed,
-                        "play_counts": list(cassette.play_counts),
+                        "play_counts": list(cassette.matcher.play_counts),
                         "drifts": [drift.to_data() for drift in cassette.drifts],
                     }
                     for cassette in self.cassettes

@@ -1,9 +1,23 @@
 """`harness record --demo`: re-record the bundled demo's cassettes against an in-process simulator.
 
-The command's arguments are harness/commands/record.py's; it hands `--demo` runs to the scenario set this
-module registers (`DEMO`, entry point group loop_harness.scenarios), whose `record` is `run_demo`. Rehearsals,
-not recordings of Claude, written into the demo's own cassettes/ folder of a checkout, or `--cassettes DIR`:
-never into a user's project unless told where.
+The demo registers this module's `DEMO` (a harness.scenarios.ScenarioSet) under the loop_harness.scenarios
+entry point group; `harness record --demo` hands the run to its `record`, `run_demo`, with the command's
+arguments and the ones `DEMO` declares for itself (`--seed`, `--system-prompt-file`, `--print-system-prompt`:
+the library's command knows none of them). Rehearsals, not recordings of Claude, written into the demo's own
+cassettes/ folder of a checkout, or `--cassettes DIR`: never into a user's project unless told where.
+
+A prompt change as candidate cassettes:
+
+    harness record --demo dayflow-brief --print-system-prompt > prompt.txt      # the prompt as it is
+    (edit prompt.txt)
+    harness record --demo --system-prompt-file prompt.txt --cassettes candidates/
+    harness compare cassettes/ candidates/
+
+With no NAME every scenario is recorded, the prompt replaced in each one that sends Dayflow's (the SQL
+assistant keeps its own), so the candidate folder holds every case the baseline does.
+
+`--trials N` records trial K with simulator seed `--seed` + K - 1. The simulator answers as a function of the
+request, so its trials differ in their ids only; trials earn their keep against a live model, whose runs vary.
 """
 
 from __future__ import annotations
@@ -16,7 +30,7 @@ from harness.errors import HarnessError
 from harness.evals.trial_files import trial_path
 from harness.recording import RecordJob, run_jobs
 from harness.report._text import counted
-from harness.scenarios import ScenarioSet
+from harness.scenarios import ScenarioSet, SetArgument
 from harness_demo.scenarios import SCENARIOS, Scenario, record_scenario, scenario
 
 # The demo's recordings live in a checkout of loop-harness, beside the package; an install has none.
@@ -105,4 +119,21 @@ def _note(item: Scenario, args: argparse.Namespace) -> str:
 
 # The demo's scenarios as the library sees them: `harness record --demo` and `harness chaos --demo` find
 # this through the loop_harness.scenarios entry point (pyproject.toml), never by importing this package.
-DEMO = ScenarioSet("demo", SCENARIOS, DEMO_CASSETTES if DEMO_CASSETTES.is_dir() else None, run_demo)
+DEMO = ScenarioSet(
+    "demo",
+    SCENARIOS,
+    DEMO_CASSETTES if DEMO_CASSETTES.is_dir() else None,
+    run_demo,
+    title="the bundled demo",
+    help="the bundled demo scenarios (Dayflow, the SQL assistant)",
+    arguments=(
+        SetArgument.of(
+            "--system-prompt-file", type=Path, default=None, metavar="F",
+            help="send this file's text as the system prompt (Dayflow scenarios); needs --cassettes",
+        ),
+        SetArgument.of("--print-system-prompt", action="store_true",
+                       help="print the named scenario's system prompt and exit"),
+        SetArgument.of("--seed", type=int, default=0,
+                       help="simulator seed (default 0); trial K uses seed + K - 1. It changes ids only"),
+    ),
+)

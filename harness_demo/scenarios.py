@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
+from harness.project import ClientFor, run_agent
 
 if TYPE_CHECKING:
     import anthropic
@@ -57,7 +58,12 @@ class Scenario:
     def path(self, root: Path) -> Path:
         return root / self.cassette
 
-    def run(self, client: anthropic.Anthropic) -> RunResult:
+    def run(self, client_for: ClientFor) -> RunResult:
+        """Run once with the client `client_for(False)` builds (closed afterwards): the Scenario protocol."""
+        return run_agent(self.run_with, client_for)
+
+    def run_with(self, client: anthropic.Anthropic) -> RunResult:
+        """Run once with a client of the caller's (left open)."""
         return self.agent(client, **{"model": MODEL, **self.options})
 
     @property
@@ -127,31 +133,18 @@ def record_scenario(item: Scenario, cassettes_root: Path, *, seed: int = 0, path
     its message, tool_use and request ids and nothing else (the simulator's replies are a function of
     the request, so trials of one scenario differ only in ids).
     """
-    import anthropic
-
-    from harness.cassette.recorder import use_cassette
+    from harness.recording import record_scenario as record_run
     from harness.sim import Simulator
 
     target = path if path is not None else item.path(cassettes_root)
-    with Simulator(faults=dict(item.faults), seed=seed) as sim, use_cassette(target, mode="rewrite"):
-        client = anthropic.Anthropic(api_key="sim-key-not-a-secret", base_url=sim.base_url,
-                                     max_retries=item.max_retries)
-        try:
-            return item.run(client)
-        finally:
-            client.close()
+    with Simulator(faults=dict(item.faults), seed=seed) as sim:
+        return record_run(item, target, api_key="sim-key-not-a-secret", base_url=sim.base_url).returned
 
 
 def replay_scenario(item: Scenario, cassettes_root: Path) -> RunResult:
     """Run one scenario offline from its cassette (mode none): the same run, deterministically."""
-    import anthropic
-
     from harness.cassette.recorder import use_cassette
+    from harness.scenarios import client_factory
 
     with use_cassette(item.path(cassettes_root), mode="none"):
-        client = anthropic.Anthropic(api_key="replay-key-not-a-secret", base_url="http://127.0.0.1:9",
-                                     max_retries=item.max_retries)
-        try:
-            return item.run(client)
-        finally:
-            client.close()
+        return item.run(client_factory(item, api_key="replay-key-not-a-secret", base_url="http://127.0.0.1:9"))

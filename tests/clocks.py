@@ -1,4 +1,4 @@
-"""A fake clock for the servers under test (`Simulator(clock=...)`, the `time` of `harness.httpserver`):
+"""A fake clock for the servers under test (`Simulator(clock=...)`, the `time` of `harness.httpserver.answers`):
 nothing waits for real, and a test can hold a sleeping server for as long as it needs."""
 
 from __future__ import annotations

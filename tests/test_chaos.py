@@ -54,7 +54,7 @@ def replay(item: Scenario, path: Path, faults: dict[int, str]) -> tuple[RunResul
         with cassette.installed():
             client = anthropic.Anthropic(api_key="chaos", base_url=OFFLINE, max_retries=item.max_retries)
             try:
-                return item.run(client), cassette
+                return item.run_with(client), cassette
             finally:
                 client.close()
 
@@ -139,7 +139,7 @@ def test_chaos_replay_agrees_with_the_same_fault_from_a_live_simulator(
     for at in range(len(load_cassette(cassettes[name]).interactions)):
         with time_limit(RUN_SECONDS), Simulator(faults={at: kind}) as sim:
             client = anthropic.Anthropic(api_key="sim", base_url=sim.base_url, max_retries=item.max_retries)
-            live = item.run(client)
+            live = item.run_with(client)
             client.close()
             live_requests = sim.requests_seen
         replayed, cassette = replay(item, cassettes[name], {at: kind})
@@ -273,7 +273,7 @@ def test_an_unknown_fault_is_a_usage_error(cassettes: dict[str, Path]) -> None:
 
 def test_run_chaos_reports_what_happened(cassettes: dict[str, Path]) -> None:
     with time_limit(RUN_SECONDS):
-        outcome = run_chaos(cassettes["sql-self-correction"], at=2, fault="timeout", demo=True)
+        outcome = run_chaos(cassettes["sql-self-correction"], at=2, fault="timeout", scenario_set="demo")
     assert outcome.retried and outcome.same_as_recorded
     assert outcome.requests == outcome.recorded_requests + 1 == 4
 

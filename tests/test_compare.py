@@ -13,7 +13,8 @@ import pytest
 from harness.cassette.format import load_cassette
 from harness.cli import main as harness_main
 from harness.evals.results import step_details
-from harness.report.compare import CaseSetMismatch, compare_results, first_divergence, tool_sequence_changes
+from harness.report.compare import CaseSetMismatch, compare_results, tool_sequence_changes
+from harness.report.divergence import first_divergence
 from harness.report.trials import TrialStats
 from harness.trajectory import Trajectory, load_trajectory
 from harness_demo.scenarios import record_scenario, scenario

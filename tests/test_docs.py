@@ -5,6 +5,8 @@
 - each page's blocks run in order in a scratch project of its own, outside this repository, with the
   installed `harness` and `pytest` first on PATH and no key, base URL or harness variable in the
   environment: a block that stops working fails, showing its output;
+- the README and the user's pages import only from `harness`'s public surface (`harness/__init__.py`'s
+  `__all__`), never from a module under it: docs/how-it-is-built.md, the contributor's map, may name internals;
 - `mkdocs build --strict` passes (a broken link or anchor, a page missing from the nav, a reference page that
   does not generate), and the built site is looked at in headless Chromium: the index and the checks
   reference paint, and the reference lists every check the registry knows.
@@ -12,6 +14,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -31,6 +34,56 @@ MKDOCS = Path(sys.executable).parent / "mkdocs"
 
 def _page_id(page: Path) -> str:
     return str(page.relative_to(REPO))
+
+
+CONTRIBUTORS_MAP = REPO / "docs" / "how-it-is-built.md"
+LIBRARY = "harness"
+
+
+def deep_imports(source: str) -> list[str]:
+    """Each import in `source` of a module under `harness.` (`from harness.x import y`, `import harness.x`), and
+    each `from harness import NAME` of a NAME that is not public."""
+    public = set(harness_all())
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.startswith(LIBRARY + "."):
+                found.append(f"from {node.module} import {', '.join(alias.name for alias in node.names)}")
+            elif node.module == LIBRARY:
+                found.extend(f"from harness import {alias.name} (not in harness.__all__)" for alias in node.names
+                             if alias.name not in public)
+        elif isinstance(node, ast.Import):
+            found.extend(f"import {alias.name}" for alias in node.names if alias.name.startswith(LIBRARY + "."))
+    return found
+
+
+def harness_all() -> list[str]:
+    import harness
+
+    return list(harness.__all__)
+
+
+def test_the_readme_and_the_users_pages_import_only_the_public_surface() -> None:
+    deep = [
+        f"{block.where}: {line}"
+        for page in PAGES
+        if page != CONTRIBUTORS_MAP
+        for block in page_blocks(page)
+        if block.language == "python"
+        for line in deep_imports(block.body)
+    ]
+    assert deep == []
+
+
+def test_the_import_reader_finds_deep_and_unknown_imports() -> None:
+    source = ("import harness\nfrom harness import use_cassette, secret_helper\n"
+              "from harness.agent_sdk.transport import TransportMismatch\nimport harness.cassette.recorder\n"
+              "from harness_demo.dayflow import run_brief\n")
+    assert deep_imports(source) == [
+        "from harness import secret_helper (not in harness.__all__)",
+        "from harness.agent_sdk.transport import TransportMismatch",
+        "import harness.cassette.recorder",
+    ]
 
 
 def test_every_block_says_what_it_is() -> None:

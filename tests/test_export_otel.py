@@ -27,7 +27,9 @@ from opentelemetry.trace import StatusCode
 
 from harness.cli import main
 from harness.export.otel import emit_trajectory, otlp_json
-from harness.httpserver import IncomingRequest, LoopbackServer, Responder
+from harness.httpserver import LoopbackServer
+from harness.httpserver.answers import Responder
+from harness.httpserver.incoming import IncomingRequest
 from harness.trajectory import Trajectory, load_trajectory
 from tests.conftest import REAL_CASSETTES, REPO
 

@@ -14,7 +14,8 @@ import anthropic
 import pytest
 
 from harness.cassette.recorder import use_cassette
-from harness.httpserver import LISTEN_QUEUE, HardenedHandler, is_loopback_host
+from harness.httpserver import LISTEN_QUEUE
+from harness.httpserver.incoming import HardenedHandler, is_loopback_host
 from harness.proxy import RecordingProxy
 from harness.serve import ReplayServer
 from harness.sim import Simulator

@@ -205,6 +205,47 @@ def test_a_threshold_reads_the_judges_score(tmp_path: Path, monkeypatch: pytest.
     assert check["judge"]["reasons"][0]["quote_found"] is False  # a quote the judge made up reads as such
 
 
+def test_a_plain_sim_auto_judge_gives_a_score_within_its_bounds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No script, no function: sim-auto makes up the verdict from the schema. The score's bounds are in its
+    # description (the API takes no numeric bounds), where the simulator, like a model, reads them.
+    project = clone_of_dayflow(tmp_path)
+    (project / JUDGE_CASSETTE).unlink()
+    out = project / "r.json"
+    with Simulator() as sim:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.base_url)
+        assert harness_main(["eval", str(project / GOLDEN), "--judge", "record", "--json", str(out)]) in (0, 1)
+    check = rubric_of(json.loads(out.read_text(encoding="utf-8")))
+    assert check["judge"]["status"] == "judged" and 0 <= check["score"] <= 1
+
+
+def test_the_scores_bounds_are_written_as_the_sdk_writes_them() -> None:
+    import anthropic
+
+    from harness.checks.rubric import VERDICT_SCHEMA
+
+    bounded = {"type": "number", "minimum": 0, "maximum": 1, "description": "how fully the criterion holds"}
+    assert VERDICT_SCHEMA["properties"]["score"] == anthropic.transform_schema(bounded)
+
+
+def test_a_judge_that_cannot_answer_is_said_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = clone_of_dayflow(tmp_path)
+    (project / JUDGE_CASSETTE).unlink()
+
+    def judge(request: dict[str, Any]) -> dict[str, Any]:
+        return {"content": json.dumps({"verdict": "pass", "score": 7, "reasons": []})}
+
+    with Simulator(model=judge) as sim:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.base_url)
+        assert harness_main(["eval", str(project / GOLDEN), "--judge", "record"]) == 2
+    out = capsys.readouterr().out
+    assert out.count("the judge's score 7 is not between 0 and 1") == 1, out
+    assert f"{JUDGE_CASSETTE}: check rubric: the judge's score 7" in out
+
+
 def test_recording_with_nowhere_to_ask_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     project = clone_of_dayflow(tmp_path)
     edit_rubric(project / GOLDEN, criterion="something new")

@@ -10,7 +10,8 @@ floor above moves, or the thing it needs moves down.
 - no import cycle among modules, even on one floor;
 - the library reaches the demo only through entry points (pyproject.toml): the demo is the top floor, so any
   import of it from the library runs up; and the demo imports no command (it registers itself instead);
-- `harness NAME` is the module harness/commands/NAME.py, and every module there is a command.
+- `harness NAME` is the module harness/commands/NAME.py, and every module there is a command;
+- no module is longer than `MAX_LINES`: one concept fits in that, so a longer module holds two and is split.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from harness import cli
 from tests.conftest import REPO
 
 PACKAGES = ("harness", "harness_demo")
+MAX_LINES = 500
 
 # Bottom first. A floor may import itself and the floors below it, nothing above.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -200,3 +202,24 @@ def test_each_command_is_the_module_named_after_it() -> None:
         assert importlib.util.find_spec(module) is not None, f"harness {name}: no module {module}"
     commands = {path.stem for path in (REPO / "harness" / "commands").glob("*.py") if path.stem != "__init__"}
     assert commands == {cli.command_module(name).rsplit(".", 1)[1] for name in cli.COMMANDS}
+
+
+def test_no_module_is_longer_than_one_concept() -> None:
+    """One concept fits in MAX_LINES lines; a module above that is split by concept, not allowed."""
+    lines = {module: len(path.read_text(encoding="utf-8").splitlines()) for module, path in MODULES.items()}
+    assert {module: count for module, count in lines.items() if count > MAX_LINES} == {}
+
+
+INTERNAL = "Internal package: the public names are in `harness`"
+
+
+def test_every_package_under_harness_says_it_is_internal() -> None:
+    packages = [
+        module for module, path in MODULES.items() if path.name == "__init__.py" and module.startswith("harness.")
+    ]
+    assert len(packages) > 10
+    assert [
+        module
+        for module in packages
+        if INTERNAL not in (ast.get_docstring(ast.parse(MODULES[module].read_text())) or "")
+    ] == []

@@ -49,7 +49,7 @@ print("recording", flush=True)
 with use_cassette(path, mode=mode):
     print("locked", flush=True)
     client = anthropic.Anthropic(api_key="sim-key", base_url=base_url, max_retries=0)
-    scenario(name).run(client)
+    scenario(name).run_with(client)
 print("done", flush=True)
 """
 

@@ -21,11 +21,11 @@ import anthropic
 import httpx2
 import pytest
 
+from harness.cassette.credentials import find_secrets
 from harness.cassette.format import load_cassette
 from harness.cassette.recorder import use_cassette
-from harness.cassette.redact import find_secrets
 from harness.errors import HarnessError
-from harness.httpserver import MISS_HEADER
+from harness.httpserver.answers import MISS_HEADER
 from harness.proxy import PROXY_ERROR_HEADER, RecordingProxy, _EventSplitter
 from harness.sim import Fault, Simulator
 from harness.wire.bodies import response_message

@@ -109,3 +109,24 @@ def test_a_type_checker_sees_the_real_types(tmp_path: Path) -> None:
     assert len(errors) == 2, errors
     assert 'Unexpected keyword argument "ignore_feilds" for "use_cassette"' in errors[0]
     assert 'Argument "mode" to "use_cassette"' in errors[1] and "Literal['sometimes']" in errors[1]
+
+
+READ_OF_A_RUN = ("path", "mode", "existed", "recorded", "saved", "requests_seen", "misses", "divergence", "drifts",
+                 "unplayed", "new_interactions", "rejected", "spans")
+
+
+def test_the_cassette_forwards_nothing_and_what_a_user_reads_is_read_only(tmp_path: Path) -> None:
+    # No attribute of Cassette is a forwarding descriptor: the library reaches storage, matcher, capture by name.
+    descriptors = {name: type(value).__name__ for name, value in vars(Cassette).items()
+                   if hasattr(value, "__get__") and not isinstance(value, (property, staticmethod, classmethod))
+                   and not inspect.isfunction(value) and not name.startswith("__")}
+    assert descriptors == {}
+    cassette = Cassette(tmp_path / "run.yaml", "once")
+    for name in READ_OF_A_RUN:
+        documented = vars(Cassette)[name]
+        assert isinstance(documented, property) and documented.fset is None and documented.__doc__, name
+        with pytest.raises(AttributeError):
+            setattr(cassette, name, None)
+    assert cassette.path == cassette.storage.path and cassette.mode == "once"
+    assert cassette.requests_seen == cassette.matcher.requests_seen == 0
+    assert cassette.new_interactions is cassette.capture.new_interactions

@@ -337,7 +337,7 @@ def test_replay_async(tls_loads, async_anthropic_client):
 
 @pytest.mark.cassette(path="cassettes/test_rec/test_it.yaml", allow_unused=True)
 def test_sessions_clients_share_one_context(anthropic_client):
-    from harness.pytest_plugin import _replay_tls_context
+    from harness.pytest_plugin.clients import _replay_tls_context
     assert tls_of(anthropic_client) is _replay_tls_context()
 ''')
     project.runpytest("test_tls.py").assert_outcomes(passed=3)

@@ -20,6 +20,7 @@ import httpx2
 import pytest
 
 from harness.cassette.format import CassetteFile, load_cassette, save_cassette
+from harness.cassette.headers import REQUEST_HEADERS_KEPT, RESPONSE_HEADER_PREFIXES_KEPT, RESPONSE_HEADERS_KEPT
 from harness.cassette.importer import (
     HAR,
     PYDANTIC_AI_YAML,
@@ -30,7 +31,6 @@ from harness.cassette.importer import (
     is_anthropic,
 )
 from harness.cassette.recorder import use_cassette
-from harness.cassette.redact import REQUEST_HEADERS_KEPT, RESPONSE_HEADER_PREFIXES_KEPT, RESPONSE_HEADERS_KEPT
 from harness.cassette.schema import validate
 from harness.commands import import_ as import_cli
 from harness.wire.bodies import response_message

@@ -331,7 +331,8 @@ def test_loading_the_credential_shapes_leaves_the_process_warnings_where_they_we
     import subprocess
     import sys
 
-    code = ("import warnings\nbefore = warnings.showwarning\nfrom harness.cassette.redact import shapes\nshapes()\n"
+    code = ("import warnings\nbefore = warnings.showwarning\n"
+            "from harness.cassette.credentials import shapes\nshapes()\n"
             "assert 'detect_secrets' in __import__('sys').modules\nassert warnings.showwarning is before\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -16,7 +16,7 @@ import pytest
 from harness.cassette.format import CassetteFile, load_cassette, save_cassette
 from harness.cassette.recorder import CassetteMismatch, use_cassette
 from harness.errors import HarnessError
-from harness.httpserver import MISS_HEADER, write_recorded
+from harness.httpserver.answers import MISS_HEADER, write_recorded
 from harness.proxy import RecordingProxy
 from harness.serve import STATUS_PATH, ReplayServer
 from harness.sim import Simulator
@@ -227,10 +227,10 @@ class _Responder:
 
 
 def test_recorded_timing_paces_head_and_events(monkeypatch: pytest.MonkeyPatch) -> None:
-    import harness.httpserver as httpserver
+    import harness.httpserver.answers as answers
 
     clock = FakeClock(now=100.0)
-    monkeypatch.setattr(httpserver, "time", clock)
+    monkeypatch.setattr(answers, "time", clock)
     interaction = {"request": {"method": "POST", "path": "/v1/messages"}, "elapsed_ms": 400,
                    "response": {"status": 200, "events": [
                        {"event": "message_start", "data": {}, "offset_ms": 0},

@@ -66,3 +66,29 @@ def test_a_schema_nothing_satisfies_is_refused_with_the_reason() -> None:
         instance_for({"type": "integer", "minimum": 5, "maximum": 1}, 0)
     with pytest.raises(SchemaUnsatisfied, match="invalid"):
         instance_for({"type": "object", "properties": {"a": {"type": 7}}}, 0)
+
+
+def test_bounds_the_sdk_wrote_into_a_description_are_followed() -> None:
+    # anthropic.transform_schema (messages.parse) moves what the API does not take into the description,
+    # "{minimum: 0, maximum: 1}"; a model reading it keeps to it, and so does sim-auto.
+    import anthropic
+
+    schema = anthropic.transform_schema(
+        {
+            "type": "object",
+            "properties": {
+                "score": {"type": "number", "minimum": 0, "maximum": 1},
+                "count": {"type": "integer", "minimum": 3, "maximum": 5, "description": "how many"},
+            },
+            "required": ["score", "count"],
+        }
+    )
+    assert "minimum" not in schema["properties"]["score"]  # the SDK did move them
+    for seed in range(40):
+        made = instance_for(schema, seed)
+        assert 0 <= made["score"] <= 1 and 3 <= made["count"] <= 5, made
+    # The schema's own keyword wins over its description; text that only looks like it is left alone.
+    own = {"type": "integer", "minimum": 50, "maximum": 60, "description": "{minimum: 0, maximum: 1}"}
+    assert all(50 <= instance_for(own, seed) <= 60 for seed in range(20))
+    prose = {"type": "integer", "minimum": 10, "maximum": 20, "description": "a set like {a, b}"}
+    assert all(10 <= instance_for(prose, seed) <= 20 for seed in range(20))

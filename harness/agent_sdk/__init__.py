@@ -1,6 +1,8 @@
 """Record and replay a Claude Agent SDK app: the SDK drives the Claude Code CLI as a subprocess, so its
 requests are recorded and replayed over HTTP (`harness proxy` / `harness serve`), not in-process.
 
+Internal package: the public names are in `harness` (`from harness import ...`, harness/__init__.py).
+
 `AgentSdkSession` starts, for one run, the replay server over a cassette, or (when recording) the
 recording proxy in front of the live API or an in-process simulator, and gives the environment for
 `ClaudeAgentOptions(env=...)`. After the run, `problems()` says what must fail a test: the first miss

@@ -14,14 +14,8 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from harness.cassette.redact import (
-    Scrubber,
-    credentials_sent,
-    header_items,
-    keep_response_headers,
-    redact_interaction,
-    stored_request_head,
-)
+from harness.cassette.headers import credentials_sent, header_items, keep_response_headers, stored_request_head
+from harness.cassette.redact import Scrubber, redact_interaction
 from harness.jsondata import run_fingerprints
 from harness.normalize import Applied, Normalization, response_events
 from harness.wire.bodies import store_body

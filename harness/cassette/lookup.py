@@ -19,6 +19,7 @@ from typing import Any
 from harness.cassette import modes
 from harness.cassette.drift import Change, Drift, classify_request
 from harness.cassette.format import CassetteFile
+from harness.cassette.headers import credentials_in, header_items
 from harness.cassette.match import (
     RequestIndex,
     diff_summary,
@@ -29,7 +30,7 @@ from harness.cassette.match import (
 )
 from harness.cassette.mismatch import CassetteMismatch
 from harness.cassette.modes import Mode
-from harness.cassette.redact import credentials_in, header_items, redact_live_request
+from harness.cassette.redact import redact_live_request
 from harness.cassette.sequence import SequenceMatcher, ToolResultDrift
 from harness.normalize import CLAUDE_CODE_PRESET, Applied, Normalization, is_claude_code
 from harness.wire.multipart import match_body_of

@@ -24,7 +24,7 @@ import functools
 import inspect
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 
@@ -33,7 +33,6 @@ from harness.cassette.capture import Capture, spans_for
 from harness.cassette.fork import ForkReport, spend_of
 from harness.cassette.format import CassetteFile
 from harness.cassette.lookup import Lookup, Matcher
-from harness.cassette.match import RequestIndex
 from harness.cassette.mismatch import CassetteMismatch
 from harness.cassette.modes import MODES, Mode, placeholder_credential
 from harness.cassette.redact import Scrubber
@@ -49,33 +48,6 @@ if TYPE_CHECKING:
 else:  # OpenTelemetry is an optional extra: at run time (typing.get_type_hints) the hint reads as Any
     TracerProvider = Any
 
-T = TypeVar("T")
-
-
-class _Part(Generic[T]):
-    """An attribute that one of the cassette's parts keeps, read (and set) through the cassette: callers
-    see one object, each part keeps its own state."""
-
-    def __init__(self, part: str) -> None:
-        self.part = part
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    @overload
-    def __get__(self, cassette: None, owner: type | None = None) -> _Part[T]: ...
-    @overload
-    def __get__(self, cassette: Cassette, owner: type | None = None) -> T: ...
-
-    def __get__(self, cassette: Cassette | None, owner: type | None = None) -> T | _Part[T]:
-        if cassette is None:
-            return self
-        return getattr(getattr(cassette, self.part), self.name)  # type: ignore[no-any-return]
-
-    def __set__(self, cassette: Cassette, value: T) -> None:
-        setattr(getattr(cassette, self.part), self.name, value)
-
-
 def _checked(mode: str, path: str | Path) -> Mode:
     if mode not in MODES:
         raise CassetteError(f"unknown record mode {mode!r}; use one of {', '.join(MODES)}", file=path)
@@ -87,38 +59,18 @@ class Cassette:
 
     In-process, the transport patch (`installed`) calls `answer`, and vcrpy's capture calls `record`; the proxy and
     the replay server call `lookup`, `play` and `record` directly.
+
+    Its parts keep their own state, and the library reaches them by name: `storage` (the file: path, mode, what
+    was loaded and saved), `matcher` (the index, what was played, what missed) and `capture` (what was recorded,
+    secrets out). What a user reads of a run is here, read-only: `path`, `mode`, `existed`, `recorded`, `saved`,
+    `requests_seen`, `misses`, `divergence`, `drifts`, `unplayed`, `new_interactions`, `rejected`, `served`,
+    `provenance`, `this_run()` and `fork_report()`.
     """
 
     allow_unused: bool = False  # the pytest plugin's marker option: unplayed recordings do not fail the test
     # Set, `save()` hands the cassette to it instead of writing: the pytest plugin collects what each test of a
     # shared cassette recorded in rewrite/all, to write it once for the session (harness.pytest_plugin.shared).
     deferred: Callable[[Cassette], None] | None = None
-
-    # The file (storage.Storage)
-    path: _Part[Path] = _Part("storage")
-    mode: _Part[Mode] = _Part("storage")
-    existed: _Part[bool] = _Part("storage")  # the file was there when the run began
-    recorded: _Part[CassetteFile] = _Part("storage")
-    saved: _Part[Path | None] = _Part("storage")  # where save() last wrote the cassette
-    note: _Part[str | None] = _Part("storage")
-    rewrite_request_ids: _Part[bool] = _Part("storage")
-    # Index and matching (lookup.Matcher)
-    rules: _Part[Normalization] = _Part("matcher")
-    ignore_fields: _Part[tuple[str, ...]] = _Part("matcher")
-    allow_repeats: _Part[bool] = _Part("matcher")
-    index: _Part[RequestIndex] = _Part("matcher")
-    play_counts: _Part[list[int]] = _Part("matcher")
-    played_order: _Part[list[int]] = _Part("matcher")  # recorded positions in the order the run first played them
-    requests_seen: _Part[int] = _Part("matcher")
-    misses: _Part[list[CassetteMismatch]] = _Part("matcher")  # every miss raised, also those the caller swallowed
-    divergence: _Part[CassetteMismatch | None] = _Part("matcher")  # mode fork: the first request with no recording
-    drifts: _Part[list[ToolResultDrift]] = _Part("matcher")  # tool_result drift the `sequence` policy served
-    # The recorder (capture.Capture)
-    new_interactions: _Part[list[dict[str, Any]]] = _Part("capture")
-    rejected: _Part[list[dict[str, Any]]] = _Part("capture")  # recorded 400 invalid_request_error answers
-    scrubbers: _Part[tuple[Scrubber, ...]] = _Part("capture")
-    secret_headers: _Part[tuple[str, ...]] = _Part("capture")  # more headers whose values are credentials
-    spans: _Part[Any] = _Part("capture")  # harness.telemetry.live.CassetteSpans when traced (use_cassette)
 
     def __init__(
         self,
@@ -142,6 +94,67 @@ class Cassette:
                                allow_repeats=allow_repeats, secrets=secrets, secret_headers=secret_headers)
         self.capture = Capture(secrets=secrets, secret_headers=secret_headers, scrubbers=scrubbers)
         self.served: list[dict[str, Any]] = []  # this run's exchanges in order, played or recorded
+
+    # -- what a user reads of the run: read-only views of the parts -------------------------------------
+    @property
+    def path(self) -> Path:
+        """The cassette file."""
+        return self.storage.path
+
+    @property
+    def mode(self) -> Mode:
+        """The record mode: none, once, new_episodes, all, rewrite or fork."""
+        return self.storage.mode
+
+    @property
+    def existed(self) -> bool:
+        """Whether the file was there when the run began."""
+        return self.storage.existed
+
+    @property
+    def recorded(self) -> CassetteFile:
+        """The cassette as loaded when the run began (empty when there was none, or in rewrite)."""
+        return self.storage.recorded
+
+    @property
+    def saved(self) -> Path | None:
+        """Where `save()` last wrote the cassette; None until it has."""
+        return self.storage.saved
+
+    @property
+    def requests_seen(self) -> int:
+        """How many requests the run sent to the cassette so far, retries included."""
+        return self.matcher.requests_seen
+
+    @property
+    def misses(self) -> list[CassetteMismatch]:
+        """Every request with no recording to answer it, also those the caller caught and swallowed."""
+        return self.matcher.misses
+
+    @property
+    def divergence(self) -> CassetteMismatch | None:
+        """Mode fork: the first request that had no recording, from which the run was recorded afresh."""
+        return self.matcher.divergence
+
+    @property
+    def drifts(self) -> list[ToolResultDrift]:
+        """The tool_result drift the `sequence` matching policy served anyway, as warnings."""
+        return self.matcher.drifts
+
+    @property
+    def new_interactions(self) -> list[dict[str, Any]]:
+        """The exchanges this run recorded (sent to the network), as the cassette stores them."""
+        return self.capture.new_interactions
+
+    @property
+    def rejected(self) -> list[dict[str, Any]]:
+        """Recorded answers of 400 invalid_request_error: the request was wrong, not the recording."""
+        return self.capture.rejected
+
+    @property
+    def spans(self) -> Any:
+        """The run's telemetry (harness.telemetry.live.CassetteSpans) when traced, else None."""
+        return self.capture.spans
 
     # -- what the modes mean --------------------------------------------------------------------------
     @property
@@ -235,7 +248,7 @@ class Cassette:
 
     # -- saving -------------------------------------------------------------------------------------------
     def interactions_to_save(self) -> list[dict[str, Any]]:
-        return self.storage.interactions_to_save(self.capture.fresh(), played_order=self.played_order,
+        return self.storage.interactions_to_save(self.capture.fresh(), played_order=self.matcher.played_order,
                                                  fingerprint_of=self.matcher.fingerprint_of)
 
     def redacted(self, interaction: dict[str, Any], position: int) -> dict[str, Any] | None:
@@ -249,8 +262,8 @@ class Cassette:
         if self.deferred is not None:
             self.deferred(self)
             return None
-        return self.storage.save(self.interactions_to_save(), provenance=self.provenance, rules=self.rules,
-                                 played=len(self.played_order), divergence=self.divergence)
+        return self.storage.save(self.interactions_to_save(), provenance=self.provenance, rules=self.matcher.rules,
+                                 played=len(self.matcher.played_order), divergence=self.divergence)
 
     def fork_report(self) -> ForkReport:
         """Mode fork: where the run parted from the recording and why; what was replayed (not paid again) and
@@ -261,7 +274,7 @@ class Cassette:
             path=self.path,
             first_divergent_request=divergence.position + 1 if divergence is not None else None,
             change=divergence.change if divergence is not None else None,
-            replayed=spend_of(self.recorded.interactions[p] for p in self.played_order),
+            replayed=spend_of(self.recorded.interactions[p] for p in self.matcher.played_order),
             recorded=spend_of(self.new_interactions),
             replaced=replaced,
             written=self.saved is not None,
@@ -324,7 +337,7 @@ class use_cassette:  # a class, so one object is both the context manager and th
         turn = recording_turn(self.path, self.mode, timeout=self.lock_timeout)
         try:
             cassette = Cassette(self.path, self.mode, **self.options)
-            cassette.spans = spans_for(self.tracer_provider)
+            cassette.capture.spans = spans_for(self.tracer_provider)
             routing = contextlib.ExitStack()
             if cassette.write_protected:  # a replay: a client made inside needs no key (CI has none)
                 routing.enter_context(placeholder_credential())

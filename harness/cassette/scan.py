@@ -9,7 +9,7 @@ case of extension; and `.txt`, `.md`). Each file is searched twice:
   across its start and deltas, in our events and in foreign SSE bodies alike, since a key cut as
   `sk-an` + `t-api03-...` is whole only once joined.
 
-The shapes are the redactor's (`redact.find_secrets`), so what scan flags is what the recorder removes,
+The shapes are the redactor's (`credentials.find_secrets`), so what scan flags is what the recorder removes,
 and prose ("Bearer authentication", a name beside a UUID) is flagged by neither. Placeholders
 (`<redacted:kind:n>`, and `[REDACTED]` from earlier versions) are not secrets.
 """
@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.cassette.credentials import find_secrets, stream_blocks
 from harness.cassette.importer import httprr
 from harness.cassette.importer.detect import HTTPRR_MAGIC, ForeignLoader
 from harness.cassette.pdf_streams import holds_pdf, rewrite_flate_streams
-from harness.cassette.redact import find_secrets, stream_blocks
 from harness.errors import HarnessError
 from harness.safe_yaml import parse_yaml
 from harness.wire.bodies import GZIP_MAGIC, BodyTooLarge, gunzip_bounded

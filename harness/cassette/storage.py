@@ -15,10 +15,10 @@ from typing import Any, Protocol
 from harness.cassette import modes
 from harness.cassette.fork import fork_provenance
 from harness.cassette.format import CassetteFile, check_streams, load_cassette, save_cassette
+from harness.cassette.headers import rewrite_request_id
 from harness.cassette.lock import RecordingLock
 from harness.cassette.mismatch import CassetteMismatch
 from harness.cassette.modes import Mode
-from harness.cassette.redact import rewrite_request_id
 from harness.errors import CassetteError, HarnessError
 from harness.normalize import Normalization
 from harness.project import load_project

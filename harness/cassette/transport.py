@@ -85,7 +85,21 @@ class Player(Protocol):
 
     def play(self, found: Lookup) -> dict[str, Any]: ...
 
-    def record(self, **exchange: Any) -> None: ...
+    def record(
+        self,
+        *,
+        method: str,
+        url: str,
+        request_headers: Any,
+        request_body: bytes | str | None,
+        status: int | None = None,
+        response_headers: Any = (),
+        response_body: bytes | str | None = None,
+        events: list[dict[str, Any]] | None = None,
+        truncated: bool = False,
+        error: dict[str, str] | None = None,
+        elapsed_ms: float | None = None,
+    ) -> None: ...
 
     def answer(self, request: httpx2.Request, raw_body: bytes) -> httpx2.Response | None: ...
 

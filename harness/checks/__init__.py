@@ -1,5 +1,7 @@
 """Eval checks: small pure functions `(trajectory, params) -> CheckResult`, one module per family.
 
+Internal package: the public names are in `harness` (`from harness import ...`, harness/__init__.py).
+
 - protocol: tool_ids_matched
 - recovery: self_correction
 - tool_calls: trajectory_match (maximum bipartite matching in `matching`)

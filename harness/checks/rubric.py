@@ -58,7 +58,9 @@ VERDICT_SCHEMA: dict[str, Any] = {
     "required": ["verdict", "score", "reasons"],
     "properties": {
         "verdict": {"type": "string", "enum": ["pass", "fail"]},
-        "score": {"type": "number"},
+        # The API's structured outputs take no numeric bounds: as the SDK's transform_schema does, they are
+        # written into the description for the judge to follow, and parse_verdict enforces them.
+        "score": {"type": "number", "description": "how fully the criterion holds\n\n{minimum: 0, maximum: 1}"},
         "reasons": {
             "type": "array",
             "items": {

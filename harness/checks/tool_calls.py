@@ -184,17 +184,8 @@ def _unordered(
             same_name = [(j, c) for j, c in enumerate(calls) if c.name == want["name"]]
             free = [(j, c) for j, c in same_name if j not in used]
             if free:  # a call of that tool is left over: its arguments are what is wrong
-                _, nearest = min(free, key=lambda item: (len(rules.mismatches(want, item[1])), item[0]))
-                problems = rules.mismatches(want, nearest)
-                return fail(
-                    NAME,
-                    f"step {nearest.step}: expected call {_describe(want)} is not matched; nearest is "
-                    f"{_describe_call(nearest)}: {problems[0]}",
-                    step=nearest.step,
-                    unmatched_expected=dict(want),
-                    nearest=nearest.to_dict(),
-                    problems=problems,
-                    **evidence,
+                return _nearest_miss(
+                    want, [call for _, call in free], rules, evidence, f"expected call {_describe(want)} is not matched"
                 )
             if same_name:  # every call of that tool answers another expected call: this one was never made
                 steps = ", ".join(str(s) for s in dict.fromkeys(c.step for _, c in same_name))
@@ -226,6 +217,24 @@ def _unordered(
     return None
 
 
+def _nearest_miss(
+    want: Mapping[str, Any], candidates: list[ToolCall], rules: _Rules, evidence: dict[str, Any], what: str
+) -> CheckResult:
+    """`want` matched none of `candidates` (calls of its tool): the failure names the nearest one (fewest
+    differences, the earliest among equals) and its first difference."""
+    nearest = min(candidates, key=lambda call: len(rules.mismatches(want, call)))
+    problems = rules.mismatches(want, nearest)
+    return fail(
+        NAME,
+        f"step {nearest.step}: {what}; nearest is {_describe_call(nearest)}: {problems[0]}",
+        step=nearest.step,
+        unmatched_expected=dict(want),
+        nearest=nearest.to_dict(),
+        problems=problems,
+        **evidence,
+    )
+
+
 def _in_order(
     expected: list[Mapping[str, Any]],
     calls: list[ToolCall],
@@ -247,17 +256,8 @@ def _in_order(
         after = f" after step {calls[position - 1].step}" if position else ""
         later = [c for c in calls[position:] if c.name == want["name"]]
         if later:
-            nearest = min(later, key=lambda c: len(rules.mismatches(want, c)))
-            problems = rules.mismatches(want, nearest)
-            return fail(
-                NAME,
-                f"step {nearest.step}: expected call {index + 1}, {_describe(want)}, is not matched{after}; nearest "
-                f"is {_describe_call(nearest)}: {problems[0]}",
-                step=nearest.step,
-                unmatched_expected=dict(want),
-                nearest=nearest.to_dict(),
-                problems=problems,
-                **evidence,
+            return _nearest_miss(
+                want, later, rules, evidence, f"expected call {index + 1}, {_describe(want)}, is not matched{after}"
             )
         earlier = [c for c in calls[:position] if not rules.mismatches(want, c)]
         if earlier:

@@ -3,6 +3,8 @@
 routes to them. A command reads its arguments and calls the library; nothing in the library imports a
 command module.
 
+Internal package: the public names are in `harness` (`from harness import ...`, harness/__init__.py).
+
 The flags several commands share are declared once below, so they read alike in every command's --help
 (the report flags are harness.report.outputs.add_report_arguments). Bad input is raised as a HarnessError,
 which harness/cli.py prints as `harness NAME: <reason>` with exit 2.

@@ -14,6 +14,7 @@ from pathlib import Path
 from harness.chaos import FAULTS, outcome_word, run_chaos
 from harness.errors import HarnessError
 from harness.report._text import counted
+from harness.scenarios import add_set_selectors
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="; ".join(f"{kind}: {text}" for kind, text in FAULTS.items()))
     parser.add_argument("--scenario", metavar="NAME", help="the scenario to run (default: the one whose cassette "
                         "path this is)")
-    parser.add_argument("--demo", action="store_true", help="the cassette is one of the bundled demo's")
+    # --NAME for each installed scenario set (--demo: the bundled demo's): the cassette is one of that set's.
+    add_set_selectors(parser, help_for=lambda each: f"the cassette is one of {each.called}'s")
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
 
 
@@ -34,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
     if args.at < 0:
         raise HarnessError(f"--at {args.at}: a request index is 0 or more")
     try:
-        outcome = run_chaos(args.cassette, at=args.at, fault=args.fault, scenario=args.scenario, demo=args.demo)
+        outcome = run_chaos(args.cassette, at=args.at, fault=args.fault, scenario=args.scenario,
+                            scenario_set=args.scenario_set)
     except HarnessError:
         raise
     except Exception as crash:  # what chaos is for: an agent that raises instead of ending its run

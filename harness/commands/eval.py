@@ -80,6 +80,13 @@ def _suites(args: argparse.Namespace) -> list[Suite]:
 STATUS_WORDS = {"passed": ("pass", "green"), "failed": ("FAIL", "bold red"), "error": ("ERROR", "bold magenta")}
 
 
+def _said_by_the_error(check: Mapping[str, Any], error_reason: str) -> bool:
+    """A judged check whose judge could not answer is what made the case an error: the error line already says it,
+    with the judge cassette's name, so the check's own line would say it a second time."""
+    judged = check.get("judge") or {}
+    return judged.get("status") == "error" and error_reason == f"check {check['id']}: {judged.get('error')}"
+
+
 def _case_lines(case: Mapping[str, Any], *, failures_only: bool) -> list[str]:
     """One line per case; a failed case adds a line per check that did not pass, an errored one its reason.
 
@@ -93,10 +100,12 @@ def _case_lines(case: Mapping[str, Any], *, failures_only: bool) -> list[str]:
     passed = sum(1 for check in checks if check["passed"])
     tally = f" [dim]({passed}/{len(checks)} checks)[/]" if checks else ""
     lines = [f"  [{style}]{word:5}[/] {escape(case['id'])}{tally}"]
+    error_reason = ""
     if case["status"] == "error":
         error = case["error"] or {}
+        error_reason = str(error.get("reason", ""))
         where = "".join(f"{part}: " for part in (error.get("file"), error.get("where")) if part)
-        lines.append(f"        {escape(where + str(error.get('reason', '')))}")
+        lines.append(f"        {escape(where + error_reason)}")
     rejudge = set(case.get("needs_rejudging") or ())
     if rejudge and case["status"] == "passed":
         lines[0] = f"  [bold yellow]{'JUDGE':5}[/] {escape(case['id'])}{tally} [yellow]needs re-judging[/]"
@@ -104,6 +113,8 @@ def _case_lines(case: Mapping[str, Any], *, failures_only: bool) -> list[str]:
         if check["id"] in rejudge:
             lines.append(f"        [yellow]{escape(check['id'])}: {escape(check['reason'])}[/]")
         elif not check["passed"]:
+            if _said_by_the_error(check, error_reason):
+                continue
             step = f" (step {check['step']})" if check["step"] is not None else ""
             lines.append(f"        {escape(check['id'])}{step}: {escape(check['reason'])}")
     return lines

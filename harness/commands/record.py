@@ -1,4 +1,4 @@
-"""`harness record [NAME...]`: record the project's scenarios; `harness record --demo`: the bundled demo.
+"""`harness record [NAME...]`: record the project's scenarios; `harness record --SET`: a scenario set's.
 
 The project's scenarios are `module:function` entries in `[tool.loop-harness.scenarios]` of its
 pyproject.toml, any shape of agent: sync or `async def`, given a client built from the environment
@@ -10,21 +10,13 @@ pointing at `harness sim` (any loopback URL: then no key is needed, for the clie
 itself too). The cassette says what answered it (`source: simulator` or `live`). Every scenario that can
 be recorded is; those that could not are summed up at the end, and the command exits 1.
 
-`--demo` re-records the bundled reference-agent cassettes against an in-process simulator (rehearsals,
-not recordings of Claude), into the demo's own cassettes/ folder of a checkout, or `--cassettes DIR`:
-it never writes into a user's project unless told where. A prompt change as candidate cassettes:
+`--SET` hands the run to a scenario set an installed package registered (`loop_harness.scenarios`,
+harness.scenarios): `--demo` is the bundled demo's (harness_demo/record.py says what it records, and how a
+prompt change becomes candidate cassettes). A set's own arguments (the demo's `--seed`,
+`--system-prompt-file`, `--print-system-prompt`) are declared by the set and added here, in a group of their
+own; given without the set's flag, they are refused naming it. This module knows no set by name.
 
-    harness record --demo dayflow-brief --print-system-prompt > prompt.txt      # the prompt as it is
-    (edit prompt.txt)
-    harness record --demo --system-prompt-file prompt.txt --cassettes candidates/
-    harness compare cassettes/ candidates/
-
-With no NAME every scenario is recorded, the prompt replaced in each one that sends Dayflow's (the SQL
-assistant keeps its own), so the candidate folder holds every case the baseline does.
-
-`--trials N` records N runs of each scenario (`brief.trial-1.yaml` ... `brief.trial-N.yaml`), trial K with
-simulator seed `--seed` + K - 1. The simulator answers as a function of the request, so its trials
-differ in their ids only; trials earn their keep against a live model, whose runs vary.
+`--trials N` records N runs of each scenario (`brief.trial-1.yaml` ... `brief.trial-N.yaml`).
 
 `--concurrency C` records C cassettes at a time (threads, each recording its own cassette). The project's
 scenarios share one `harness.pacing.Pacer`: every Messages API attempt waits until the rate-limit headers
@@ -41,8 +33,9 @@ from harness.errors import HarnessError
 from harness.evals.trial_files import trial_path
 from harness.pacing import Pacer
 from harness.project import load_project
-from harness.recording import RecordJob, client_options, record_project_scenario, run_jobs
+from harness.recording import RecordJob, client_options, record_scenario, run_jobs
 from harness.report._text import counted
+from harness.scenarios import add_set_selectors, given_set_arguments, scenario_set, scenario_sets
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,13 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "names",
         nargs="*",
         metavar="NAME",
-        help="scenarios to record (default: all): the project's, or with --demo the bundled ones "
-        "(harness record --demo --list names them)",
+        help="scenarios to record (default: all): the project's, or with a set's flag (--SET) the set's own "
+        "(harness record --SET --list names them)",
     )
-    parser.add_argument("--demo", action="store_true", help="the bundled demo scenarios (Dayflow, the SQL assistant)")
     parser.add_argument(
         "--cassettes", type=Path, default=None,
-        help="cassettes folder (default: `cassettes` of [tool.loop-harness]; with --demo the checkout's cassettes/)",
+        help="cassettes folder (default: `cassettes` of [tool.loop-harness]; with a set's flag, the set's own)",
     )
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
     parser.add_argument(
@@ -74,19 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="record C cassettes at a time (default 1); the project's scenarios pace themselves by the API's "
         "rate-limit headers",
     )
-    parser.add_argument(
-        "--seed", type=int, default=0, help="simulator seed (default 0); trial K uses seed + K - 1. It changes ids only"
-    )
-    parser.add_argument(
-        "--system-prompt-file",
-        type=Path,
-        default=None,
-        metavar="F",
-        help="--demo: send this file's text as the system prompt (Dayflow scenarios); needs --cassettes",
-    )
-    parser.add_argument(
-        "--print-system-prompt", action="store_true", help="--demo: print the named scenario's system prompt and exit"
-    )
+    # The installed scenario sets: --NAME for each, and the arguments each declares for itself.
+    add_set_selectors(parser, with_arguments=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,24 +76,21 @@ def run(args: argparse.Namespace) -> int:
         raise HarnessError("--trials must be 1 or more")
     if args.concurrency < 1:
         raise HarnessError("--concurrency must be 1 or more")
-    if args.demo:  # the bundled demo's scenario set, registered through an entry point (harness.scenarios)
-        from harness.scenarios import scenario_set
-
-        return scenario_set("demo").record(args)
+    if args.scenario_set is not None:  # a package's scenario set, registered through an entry point
+        return scenario_set(args.scenario_set).record(args)
     return _run_project(args)
 
 
 def _run_project(args: argparse.Namespace) -> int:
-    demo_only = [flag for flag, given in (("--system-prompt-file", args.system_prompt_file is not None),
-                                          ("--print-system-prompt", args.print_system_prompt),
-                                          ("--seed", args.seed != 0)) if given]
-    if demo_only:
-        raise HarnessError(f"{', '.join(demo_only)} work on the bundled demo only: add --demo")
+    for name, flags in given_set_arguments(args).items():
+        chosen_set = scenario_set(name)
+        raise HarnessError(f"{', '.join(flags)} work on {chosen_set.called} only: add {chosen_set.flag}")
     project = load_project()
     if not project.scenarios:
+        sets = "".join(f"; {each.called} is harness record {each.flag}" for each in scenario_sets())
         raise HarnessError(
             f"no scenarios to record: add them to {project.describe_config()}, as "
-            '[tool.loop-harness.scenarios] NAME = "module:function"; the bundled demo is harness record --demo'
+            f'[tool.loop-harness.scenarios] NAME = "module:function"{sets}'
         )
     if args.list:
         for name, target in project.scenarios.items():
@@ -129,7 +107,7 @@ def _run_project(args: argparse.Namespace) -> int:
         path = folder / item.cassette_path.relative_to(project.cassettes)
         paths = [path] if args.trials is None else [trial_path(path, k) for k in range(1, args.trials + 1)]
         for target in paths:
-            jobs.append(RecordJob(target, lambda item=item, target=target: record_project_scenario(
+            jobs.append(RecordJob(target, lambda item=item, target=target: record_scenario(
                 item, target, pacer=pacer, **options).describe(), item.name))
     status = run_jobs(jobs, args.concurrency)
     stats = pacer.stats

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     server = ReplayServer(args.cassettes, port=args.port, timing=args.timing, allow_repeats=args.allow_repeats,
                           ignore_fields=args.ignore_field, verbose=not args.quiet,
                           normalize=rules_from_arguments(args))
-    count = sum(len(cassette.play_counts) for cassette in server.cassettes)
+    count = sum(len(cassette.matcher.play_counts) for cassette in server.cassettes)
     run_until_stopped(
         server,
         banner=f"harness serve: listening on {{url}}, replaying {count} interactions from "

@@ -1,5 +1,7 @@
 """The reference agent loop: send, read stop_reason, run tools, append, call again -- with guards.
 
+Internal package: the public names are in `harness` (`from harness import ...`, harness/__init__.py).
+
 A package: the records of a run (harness.loop.result), the machine (harness.loop.machine) and,
 here, its two drivers.
 

@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from harness.pytest_plugin import _CASSETTE_KEY, record_mode
+from harness.pytest_plugin.options import record_mode
+from harness.pytest_plugin.stash import CASSETTE_KEY
 
 _ENTRY = "harness_drift"  # the attribute of a teardown report that carries the entry (serialized by xdist)
 _REPORT_MODES = ("none", "fork")
@@ -59,7 +60,7 @@ class DriftCollector:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
         report = yield
         if report.when == "teardown":  # after the cassette fixture has closed (and saved) the cassette
-            cassette = item.stash.get(_CASSETTE_KEY, None)
+            cassette = item.stash.get(CASSETTE_KEY, None)
             if cassette is not None and hasattr(cassette, "misses"):
                 from harness.report.drift import cassette_entry
 
@@ -112,7 +113,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     """A failed test whose code swallowed a miss (the reference loop turns API errors into an outcome) still
     shows the miss, with its kind of change, under the failure."""
     report = yield
-    cassette = item.stash.get(_CASSETTE_KEY, None)
+    cassette = item.stash.get(CASSETTE_KEY, None)
     misses = getattr(cassette, "misses", None)
     if report.when == "call" and report.failed and misses:
         from harness.cassette.recorder import CassetteMismatch

@@ -1,5 +1,6 @@
-"""A replay miss as the test's failure: one screen with the cassette, the request's position and the diff
-first, and the line of the test that led to it; no SDK or httpx2 frames.
+"""A test's failure as one screen, with no SDK or httpx2 frames: a replay miss (the cassette, the request's
+position and the diff first, then the line of the test that led to it), a file the harness cannot use (the
+file, the place, what to do), a recording with no key (the one line that says both ways out).
 """
 
 from __future__ import annotations
@@ -45,3 +46,33 @@ def miss_failure(item: pytest.Item, active: Any, raised: BaseException | None) -
     if mismatch is None:
         return None
     return pytest.fail.Exception(mismatch.describe(tool) + line_of_test(item, raised), pytrace=False)
+
+
+def next_step(error: BaseException) -> str:
+    from harness.errors import CassetteError
+
+    if isinstance(error, CassetteError) and error.file:
+        return ("\nFix the file, or record it afresh: pytest --record-mode=rewrite "
+                "(or use_cassette(..., mode='rewrite')).")
+    return ""
+
+
+
+def missing_credential(error: BaseException | None) -> BaseException | None:
+    """The MissingCredential that `error` is or was raised from, if any (the SDK or an agent may wrap it)."""
+    transport = sys.modules.get("harness.cassette.transport")
+    seen = 0
+    while transport is not None and error is not None and seen < 20:
+        if isinstance(error, transport.MissingCredential):
+            return error
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return None
+
+
+def bad_input_failure(item: pytest.Item, error: BaseException) -> pytest.fail.Exception | None:
+    """A file the harness cannot use (a corrupt cassette or golden the test opened itself) as one screen: the file,
+    the place, what to do, and the test's line; no traceback through the harness."""
+    errors = sys.modules.get("harness.errors")  # not loaded: no harness error was raised
+    if errors is None or not isinstance(error, errors.HarnessError):
+        return None
+    return pytest.fail.Exception(f"{error}{next_step(error)}{line_of_test(item, error)}", pytrace=False)

@@ -76,7 +76,7 @@ def is_shared(item: pytest.Item, path: Path) -> bool:
 
 def note_played(item: pytest.Item, active: Any, passed: bool) -> None:
     """After a test's call: what it played of a shared cassette, and whether it passed."""
-    path, counts = getattr(active, "path", None), getattr(active, "play_counts", None)
+    path, counts = active.path, active.matcher.play_counts
     note = _notes(item.config).get(str(path)) if path is not None and counts is not None else None
     if note is None:
         return
@@ -101,8 +101,8 @@ def collect_recordings(item: pytest.Item, cassette: Cassette) -> None:
     def keep(done: Cassette) -> None:  # called by `done.save()`: the test passed (or asked to save on error)
         note["recorded"].append({
             "test": item.nodeid, "mode": done.mode, "interactions": done.capture.fresh(),
-            "provenance": done.provenance, "rules": done.rules.to_data() if done.rules else None,
-            "note": done.note, "rewrite_request_ids": done.rewrite_request_ids,
+            "provenance": done.provenance, "rules": done.matcher.rules.to_data() if done.matcher.rules else None,
+            "note": done.storage.note, "rewrite_request_ids": done.storage.rewrite_request_ids,
         })
 
     cassette.deferred = keep
@@ -157,7 +157,8 @@ def write_recorded(path: str, note: dict[str, Any]) -> str:
         fresh = _each_run_once(runs, cassette.matcher.fingerprint_of)
         interactions = cassette.storage.interactions_to_save(fresh, played_order=[],
                                                              fingerprint_of=cassette.matcher.fingerprint_of)
-        cassette.storage.save(interactions, provenance=provenance, rules=cassette.rules, played=0, divergence=None)
+        cassette.storage.save(interactions, provenance=provenance, rules=cassette.matcher.rules, played=0,
+                              divergence=None)
     finally:
         turn.release()
     line = f"{path}: written once for the session, {len(fresh)} recordings from {len(runs)} tests"

@@ -1,5 +1,7 @@
 """Reports: every view of an eval run is a projection of its results document.
 
+Internal package: the public names are in `harness` (`from harness import ...`, harness/__init__.py).
+
 - `results_markdown`, `results_junit`, `results_html`: results document -> text;
 - `compare_results`: two results documents -> a comparison document (flips, divergence, deltas, trials),
   with `comparison_markdown`, `comparison_junit`, `comparison_html` as its views;

@@ -1,5 +1,7 @@
 """A local Messages API simulator: real HTTP on loopback, scripted models, faults on demand.
 
+Internal package: the public names are in `harness` (`from harness import ...`, harness/__init__.py).
+
     with Simulator(faults={0: "429"}) as sim:
         client = anthropic.Anthropic(base_url=sim.base_url, api_key="sim")
         client.messages.create(model="sim-dayflow", ...)

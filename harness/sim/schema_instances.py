@@ -150,7 +150,7 @@ class _Maker:
             raise _Impossible("a false schema admits nothing")
         if not isinstance(schema, dict):
             raise _Impossible(f"not a schema: {schema!r}")
-        schema = self._flatten(schema, depth)
+        schema = _with_described_constraints(self._flatten(schema, depth))
         if "const" in schema:
             return schema["const"]
         if "enum" in schema:
@@ -300,6 +300,37 @@ class _Maker:
 
     def _null(self, schema: dict[str, Any], depth: int) -> None:
         return None
+
+
+# The SDK's `transform_schema` (what `messages.parse` and `output_format=` send) moves the constraints the API does
+# not take into the description, as "{minimum: 0, maximum: 1}" at its end, "so that the model might follow them".
+# sim-auto follows them, as a model reading the description would; the schema's own keywords win.
+_DESCRIBED = re.compile(r"\{([A-Za-z]+: [^{}]*)\}\s*\Z")
+_DESCRIBED_KEYS = frozenset(
+    ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength",
+     "minItems", "maxItems")
+)
+
+
+def _with_described_constraints(schema: dict[str, Any]) -> dict[str, Any]:
+    description = schema.get("description")
+    if not isinstance(description, str) or not description.endswith("}"):
+        return schema
+    match = _DESCRIBED.search(description)
+    if match is None:
+        return schema
+    found: dict[str, int | float] = {}
+    for part in match.group(1).split(", "):
+        key, _, text = part.partition(": ")
+        if key not in _DESCRIBED_KEYS or key in schema:
+            continue
+        try:
+            number = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(number, int | float) and not isinstance(number, bool):
+            found[key] = number
+    return {**schema, **found} if found else schema
 
 
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:

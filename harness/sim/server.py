@@ -33,7 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.httpserver import Clock, IncomingRequest, LoopbackServer, Responder
+from harness.httpserver import Clock, LoopbackServer
+from harness.httpserver.answers import Responder
+from harness.httpserver.incoming import IncomingRequest
 from harness.sim import context_edits, ids
 from harness.sim.conversation import Conversation, Reply
 from harness.sim.faults import ERROR_STATUSES, Fault, cut_body, normalize_faults, stream_error

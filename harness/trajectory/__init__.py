@@ -1,5 +1,7 @@
 """The trajectory of an agent run: Anthropic-native steps, derived from its exchanges.
 
+Internal package: the public names are in `harness` (`from harness import ...`, harness/__init__.py).
+
 - `parts`: the pieces (`Run`, `Step`, `Attempt`, `FailedRequest`, `RunOutcome`);
 - `calls`: the tool calls of every kind (client, server, MCP) and the results that answer them;
 - `builder`: the runs a list of exchanges makes (which request continues which conversation);

@@ -2,6 +2,8 @@
 keys in both their `apply:` and `new:` forms), pydantic-ai's parsed bodies, HAR, langchain's gzip
 `.yaml.gz`, one-exchange JSON files, Ruby's VCR, R's vcr, go-vcr v4 and Go's httprr traces.
 
+Internal package: the public names are in `harness` (`from harness import ...`, harness/__init__.py).
+
 The package is one module per concern: `detect` reads a file as data only and names its format; one reader
 per foreign format (`vcrpy`, `langchain`, `har`, `one_exchange`, `ruby_vcr`, `r_vcr`, `go_vcr`, `httprr`)
 turns its container into `Exchange`s, the request and response as they went over the wire; `convert`

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from harness.cassette.headers import keep_response_headers, stored_request_head
 from harness.cassette.importer.detect import NESTED_TOO_DEEP
 from harness.cassette.importer.exchange import ABSENT, Exchange
-from harness.cassette.redact import keep_response_headers, redact_interaction, stored_request_head
+from harness.cassette.redact import redact_interaction
 from harness.errors import CassetteError
 from harness.wire.bodies import BodyTooLarge, store_body
 from harness.wire.multipart import MULTIPART_FORM

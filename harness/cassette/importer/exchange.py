@@ -7,12 +7,12 @@ JSON path of anything malformed, so a bad foreign file is an error a person can 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.cassette.redact import header_items
+from harness.cassette.headers import header_items
 from harness.errors import CassetteError
 
 ABSENT: Any = object()  # a parsed body that was not there (a parsed `null` is a body)
@@ -81,3 +81,16 @@ def headers(value: Any, where: str, path: Path) -> list[tuple[str, str]]:
 def body_string(body: Any) -> Any:
     """A VCR-style `{string: ..., encoding: ...}` body's content; anything else as it is."""
     return body.get("string") if isinstance(body, Mapping) else body
+
+
+def vcr_interactions(
+    data: Mapping[str, Any], path: Path
+) -> Iterator[tuple[str, Mapping[str, Any], Mapping[str, Any], Any]]:
+    """Each of a VCR-style cassette's `http_interactions` (Ruby's VCR gem, R's vcr): its JSON path, request,
+    response and `recorded_at`, each checked to be a mapping where one is expected."""
+    for index, item in enumerate(data["http_interactions"]):
+        where = f"$.http_interactions[{index}]"
+        item = mapping(item, where, path)
+        request = mapping(item.get("request"), f"{where}.request", path)
+        response = mapping(item.get("response"), f"{where}.response", path)
+        yield where, request, response, item.get("recorded_at")

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from harness.cassette.importer.exchange import Exchange, body_string, headers, mapping, status, text
+from harness.cassette.importer.exchange import Exchange, body_string, headers, status, text, vcr_interactions
 from harness.errors import CassetteError
 from harness.files import read_bytes_bounded
 from harness.wire.multipart import stored_part
@@ -27,12 +27,7 @@ _PSEUDO_HEADERS = frozenset({"status"})  # vcr 1.x's `status: HTTP/2 200` line, 
 
 
 def read(data: Mapping[str, Any], path: Path) -> Iterator[Exchange]:
-    for index, item in enumerate(data["http_interactions"]):
-        where = f"$.http_interactions[{index}]"
-        item = mapping(item, where, path)
-        request = mapping(item.get("request"), f"{where}.request", path)
-        response = mapping(item.get("response"), f"{where}.response", path)
-        recorded = item.get("recorded_at")
+    for where, request, response, recorded in vcr_interactions(data, path):
         exchange = Exchange(
             where=where,
             method=text(request, "method", f"{where}.request", path).upper(),

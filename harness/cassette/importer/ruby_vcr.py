@@ -13,16 +13,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.cassette.importer.exchange import Exchange, body_string, headers, mapping, status, text
+from harness.cassette.importer.exchange import Exchange, body_string, headers, status, text, vcr_interactions
 
 
 def read(data: Mapping[str, Any], path: Path) -> Iterator[Exchange]:
-    for index, item in enumerate(data["http_interactions"]):
-        where = f"$.http_interactions[{index}]"
-        item = mapping(item, where, path)
-        request = mapping(item.get("request"), f"{where}.request", path)
-        response = mapping(item.get("response"), f"{where}.response", path)
-        recorded = item.get("recorded_at")
+    for where, request, response, recorded in vcr_interactions(data, path):
         yield Exchange(
             where=where,
             method=text(request, "method", f"{where}.request", path).upper(),  # Ruby writes `post`

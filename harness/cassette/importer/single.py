@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from harness.cassette.format import CassetteFile, load_cassette
+from harness.cassette.headers import credentials_sent
 from harness.cassette.importer import go_vcr, har, httprr, langchain, one_exchange, r_vcr, ruby_vcr, vcrpy
 from harness.cassette.importer.convert import MESSAGES_PATH, convert, is_anthropic, recorded_at, sdk_version
 from harness.cassette.importer.detect import (
@@ -32,7 +33,6 @@ from harness.cassette.importer.detect import (
     read_head,
 )
 from harness.cassette.importer.exchange import Exchange
-from harness.cassette.redact import credentials_sent
 from harness.cassette.schema import FORMAT_VERSION, validate
 from harness.errors import CassetteError
 from harness.files import read_text_bounded

@@ -1,0 +1,20 @@
+"""What the plugin's parts keep on a test item between setup, the call and the report.
+
+The fixtures (harness.pytest_plugin.fixtures) store the test's open cassette or Agent SDK session here; the
+plugin's hooks (harness.pytest_plugin), the drift report and the shared-cassette check read them back.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from harness.cassette.recorder import Cassette
+
+__all__ = ["AGENT_SDK_KEY", "CASSETTE_KEY", "FAILED_KEY"]
+
+CASSETTE_KEY: pytest.StashKey[Cassette] = pytest.StashKey()  # the test's open cassette (the `cassette` fixture)
+AGENT_SDK_KEY: pytest.StashKey[Any] = pytest.StashKey()  # the test's AgentSdkSession (the `agent_sdk` fixture)
+FAILED_KEY: pytest.StashKey[bool] = pytest.StashKey()  # the call failed: its cassette is left as an error leaves it
