@@ -20,6 +20,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+# One encoder each, built once: `json.dumps` with any keyword builds a new JSONEncoder on every call, which on
+# the replay path (a JSON body or an SSE event per request) cost more than the encoding of a small value.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode
+compact_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+"""JSON as the anthropic SDK writes it on the wire: compact, no ASCII escaping, keys in their order."""
+
 
 def mapping_at(container: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     """`container[key]` when it is a mapping, else an empty mapping (missing, null, a list, a string...)."""
@@ -30,7 +36,7 @@ def mapping_at(container: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 def canonical_json(value: Any) -> str:
     """One spelling per value: keys sorted, no spaces. Two tool inputs are the same call iff these match.
     A value JSON cannot hold is spelled as its str()."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _CANONICAL(value)
 
 
 def fingerprint(value: Any) -> str | None:

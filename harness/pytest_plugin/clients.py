@@ -18,6 +18,8 @@ from harness.cassette.modes import PLACEHOLDER_API_KEY
 from harness.pytest_plugin.simulator import simulator_url
 
 if TYPE_CHECKING:
+    import anthropic
+
     from harness.cassette.recorder import Cassette
 
 __all__ = ["CLIENT_OPTIONS", "anthropic_client", "async_anthropic_client"]
@@ -68,7 +70,7 @@ def _http_client_option(cassette: Cassette, asynchronous: bool) -> dict[str, Any
 @pytest.fixture
 def anthropic_client(
     request: pytest.FixtureRequest, cassette: Cassette, harness_config: dict[str, Any]
-) -> Iterator[Any]:
+) -> Iterator[anthropic.Anthropic]:
     """An `anthropic.Anthropic` whose calls go through this test's cassette."""
     import anthropic
 
@@ -81,7 +83,7 @@ def anthropic_client(
 @pytest.fixture
 def async_anthropic_client(
     request: pytest.FixtureRequest, cassette: Cassette, harness_config: dict[str, Any]
-) -> Iterator[Any]:
+) -> Iterator[anthropic.AsyncAnthropic]:
     """An `anthropic.AsyncAnthropic` whose calls go through this test's cassette (use it inside any loop);
     closed after the test."""
     import anthropic
@@ -101,7 +103,7 @@ class _AsyncClosing:
     """An async client closed from synchronous teardown: its own close, run to the end on a loop of its own
     (the test's loop has ended by then; a connection bound to it is dropped with it)."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: anthropic.AsyncAnthropic) -> None:
         self.client = client
 
     def close(self) -> None:

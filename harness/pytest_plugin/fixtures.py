@@ -25,6 +25,7 @@ from harness.pytest_plugin.simulator import simulator_url
 from harness.pytest_plugin.stash import AGENT_SDK_KEY, CASSETTE_KEY, FAILED_KEY
 
 if TYPE_CHECKING:
+    from harness.agent_sdk import AgentSdkSession
     from harness.cassette.recorder import Cassette
 
 __all__ = ["agent_sdk", "cassette", "harness_config"]
@@ -165,7 +166,7 @@ def _harness_cassette_marker(request: pytest.FixtureRequest) -> None:
 
 
 @pytest.fixture
-def agent_sdk(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> Iterator[Any]:
+def agent_sdk(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> Iterator[AgentSdkSession]:
     """A Claude Agent SDK run against this test's cassette: `ClaudeAgentOptions(env=agent_sdk.env)`.
 
     Replays through `harness serve` (record mode none, or once with the cassette present); records through

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from harness.sim import Simulator
 
 __all__ = ["check_simulator_option", "simulator", "simulator_url"]
 
@@ -60,7 +63,7 @@ def simulator_url(request: pytest.FixtureRequest) -> str | None:
 
 
 @pytest.fixture
-def simulator(request: pytest.FixtureRequest) -> Iterator[Any]:
+def simulator(request: pytest.FixtureRequest) -> Iterator[Simulator]:
     """A Messages API simulator on loopback for this test; `anthropic_client` talks to it. Options from
     `@pytest.mark.simulator(model=callable_or_name, scripts=[...], faults={...})`."""
     from harness.sim import Simulator
