@@ -17,6 +17,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from harness.jsondata import mapping_at
 from harness.run import Exchange
 from harness.wire.bodies import REPLAYED_HEADER  # the wire's: no SDK, no cassette
 
@@ -115,13 +116,13 @@ def batch_exchanges(interactions: Iterable[Mapping[str, Any]]) -> Iterator[Excha
 
 def _exchange(line: Mapping[str, Any], sent: Mapping[str, Any], position: int) -> Exchange:
     custom_id = str(line.get("custom_id"))
-    result = line.get("result") if isinstance(line.get("result"), Mapping) else {}
+    result = mapping_at(line, "result")
     request = sent.get(custom_id) or {"messages": []}
     if result.get("type") == "succeeded" and isinstance(result.get("message"), Mapping):
         return Exchange(request=request, message=result["message"], status=200, interaction=position,
                         label=custom_id)
-    error = result.get("error") if isinstance(result.get("error"), Mapping) else {}
-    inner = error.get("error") if isinstance(error.get("error"), Mapping) else {}
+    error = mapping_at(result, "error")
+    inner = mapping_at(error, "error")
     return Exchange(request=request, message=None, status=None, interaction=position, label=custom_id,
                     error_type=str(inner.get("type") or result.get("type") or "errored"),
                     error_message=inner.get("message") or f"batch result {result.get('type')}")

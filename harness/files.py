@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -108,25 +107,25 @@ def refuse_symlink_escape(path: Path) -> None:
         )
 
 
-def _umask() -> int:
-    """The process's umask. Read where Linux shows it, else by setting and restoring it (not thread-safe, so
-    only as the fallback)."""
-    with contextlib.suppress(OSError, ValueError):
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _file_mode(path: Path) -> int:
-    """The mode the written file gets: the old file's when it is replaced, else what open() would give
-    (0666 less the umask); mkstemp's 0600 would hide every cassette and report from the rest of a team."""
+def _existing_mode(path: Path) -> int | None:
+    """The mode of the file being replaced, which the new one keeps; None for a new file."""
     try:
         return path.stat().st_mode & 0o7777
     except OSError:
-        return 0o666 & ~_umask()
+        return None
+
+
+def _temp_beside(path: Path) -> tuple[int, str]:
+    """A new temp file in `path`'s folder, opened for writing. Created with 0666, so the kernel applies the umask
+    and it gets the mode a plain open() gives (mkstemp's 0600 would hide every cassette and report from the rest
+    of a team), without reading the umask on every write."""
+    for _ in range(100):
+        name = os.path.join(path.parent, f".{path.name}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temp file name beside {path}")
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
@@ -145,10 +144,11 @@ def atomic_writer(path: str | Path, *, durable: bool = True) -> Iterator[BinaryI
     """A file to write in pieces (a streamed document) that appears at `path` whole, or not at all."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = _file_mode(path)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    mode = _existing_mode(path)
+    fd, tmp_name = _temp_beside(path)
     try:
-        os.fchmod(fd, mode)
+        if mode is not None:
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             yield handle
             handle.flush()

@@ -5,6 +5,8 @@
 - `fingerprint` / `run_fingerprints`: short stable hashes of what defines a run (model, system prompt,
   tools), stored in a cassette's provenance block and compared by reports, so that "the system prompt
   changed" is visible without diffing whole requests.
+- `mapping_at`: the object under a key, or an empty one where the key holds anything else (what a reader
+  of foreign or partial JSON wants, with a type the checker follows).
 - `parse_path` / `drop_paths`: dotted paths into JSON data ("metadata.user_id", "$.filters[*].id"), read
   the same wherever a person names fields to ignore: request matching (`ignore_fields`) and tool-argument
   comparison in evals (`ignore_paths`).
@@ -15,14 +17,26 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+# One encoder each, built once: `json.dumps` with any keyword builds a new JSONEncoder on every call, which on
+# the replay path (a JSON body or an SSE event per request) cost more than the encoding of a small value.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode
+compact_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+"""JSON as the anthropic SDK writes it on the wire: compact, no ASCII escaping, keys in their order."""
+
+
+def mapping_at(container: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """`container[key]` when it is a mapping, else an empty mapping (missing, null, a list, a string...)."""
+    value = container.get(key)
+    return value if isinstance(value, Mapping) else {}
 
 
 def canonical_json(value: Any) -> str:
     """One spelling per value: keys sorted, no spaces. Two tool inputs are the same call iff these match.
     A value JSON cannot hold is spelled as its str()."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _CANONICAL(value)
 
 
 def fingerprint(value: Any) -> str | None:

@@ -28,6 +28,7 @@ values back into the recorded responses (a tool_use input `$CWD/notes.txt` is se
 from __future__ import annotations
 
 import copy
+import functools
 import os
 import re
 import tempfile
@@ -301,15 +302,20 @@ class Applied:
     def _request_string(self, text: str) -> str:
         text = self._values_only(text)
         for regex, placeholder in self.patterns:
-            text = regex.sub(lambda found, ph=placeholder: _replace_group(found, ph), text)
+            text = regex.sub(functools.partial(_replace_group, placeholder=placeholder), text)
         return text
 
     def _expand_string(self, text: str) -> str:
         if "$" not in text:
             return text
         for regex, value in self._to_values:
-            text = regex.sub(lambda _found, v=value: v, text)
+            # A function, not the string itself: a replacement string would read the value's backslashes.
+            text = regex.sub(functools.partial(_literal, value), text)
         return text
+
+
+def _literal(value: str, _found: re.Match[str]) -> str:
+    return value
 
 
 def _replace_group(found: re.Match[str], placeholder: str) -> str:

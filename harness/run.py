@@ -188,7 +188,7 @@ class Usage:
                 merged[key] = merged[key].plus(entry) if key in merged else entry
             iterations = tuple(merged.values())
         return Usage(
-            *(getattr(self, kind) + getattr(other, kind) for kind in TOKEN_KINDS),
+            **{kind: getattr(self, kind) + getattr(other, kind) for kind in TOKEN_KINDS},
             cache_write_1h=self.cache_write_1h + other.cache_write_1h,
             web_search_requests=self.web_search_requests + other.web_search_requests,
             web_fetch_requests=self.web_fetch_requests + other.web_fetch_requests,
@@ -436,7 +436,7 @@ def _is_message(payload: Mapping[str, Any]) -> bool:
 def _stream_timing(events: Any) -> tuple[float | None, float | None]:
     if not isinstance(events, list):
         return None, None
-    offsets = [e.get("offset_ms") for e in events if isinstance(e, Mapping) and e.get("offset_ms") is not None]
+    offsets = [e["offset_ms"] for e in events if isinstance(e, Mapping) and e.get("offset_ms") is not None]
     if not offsets:
         return None, None
     first = next(

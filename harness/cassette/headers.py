@@ -168,7 +168,7 @@ def credentials_sent(
 
 def header_items(headers: Mapping[str, Any] | Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     if isinstance(headers, Mapping):
-        items = []
+        items: list[tuple[str, str]] = []
         for name, value in headers.items():
             if isinstance(value, list | tuple):
                 items.extend((name, str(v)) for v in value)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from harness.jsondata import canonical_json, drop_paths, parse_path
+from harness.jsondata import canonical_json, compact_json, drop_paths, parse_path
 from harness.wire import multipart
 
 
@@ -74,7 +74,7 @@ def wire_body(request: Mapping[str, Any]) -> bytes | None:
     decides how to read those bytes, so they always take the canonical path.
     """
     if "body" in request:
-        return json.dumps(request["body"], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return compact_json(request["body"]).encode("utf-8")
     if "body_text" in request or "body_base64" in request or "parts" in request:
         return None
     return b""

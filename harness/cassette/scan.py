@@ -91,7 +91,12 @@ def _decoded(raw: bytes) -> str:
             return ""
     if holds_pdf(raw):  # the page text and metadata a PDF keeps deflated, inflated beside its bytes
         streams: list[bytes] = []
-        rewrite_flate_streams(raw, lambda inflated: streams.append(inflated) or inflated)
+
+        def keep(inflated: bytes) -> bytes:  # collects each stream and changes none
+            streams.append(inflated)
+            return inflated
+
+        rewrite_flate_streams(raw, keep)
         raw = b"\n".join([raw, *streams])
     return raw.decode("utf-8", errors="replace")
 
@@ -130,10 +135,10 @@ def _hidden(value: Any) -> Iterator[tuple[str, str, str]]:
         yield text, "binary body", base64.b64encode(value[:30]).decode("ascii")[:40]
         yield from _sse(text)
     elif isinstance(value, str):
-        text = _from_base64(value) if len(value) >= 24 else None
-        if text:
-            yield text, "base64 body", value.strip()[:40]
-            yield from _sse(text)
+        decoded = _from_base64(value) if len(value) >= 24 else None
+        if decoded:
+            yield decoded, "base64 body", value.strip()[:40]
+            yield from _sse(decoded)
         elif "data:" in value:
             yield from _sse(value)
 

@@ -17,7 +17,7 @@ With `--record-mode=fork` and no report asked for, the terminal summary still li
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import Any
 
 import pytest
@@ -57,7 +57,9 @@ class DriftCollector:
         return hasattr(self.config, "workerinput")
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         if report.when == "teardown":  # after the cassette fixture has closed (and saved) the cassette
             cassette = item.stash.get(CASSETTE_KEY, None)
@@ -109,7 +111,9 @@ class DriftCollector:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """A failed test whose code swallowed a miss (the reference loop turns API errors into an outcome) still
     shows the miss, with its kind of change, under the failure."""
     report = yield

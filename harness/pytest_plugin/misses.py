@@ -34,8 +34,9 @@ def line_of_test(item: pytest.Item, error: BaseException | None) -> str:
     return f"\n(in {item.path.name}:{line})" if line is not None else ""
 
 
-def miss_failure(item: pytest.Item, active: Any, raised: BaseException | None) -> pytest.fail.Exception | None:
-    """A miss as one screen: the cassette, the request's position and the diff first, no SDK or httpx2 frames.
+def miss_failure(item: pytest.Item, active: Any, raised: BaseException | None) -> BaseException | None:
+    """A miss as one screen (a `pytest.fail.Exception`; pytest's public API names no type for it): the cassette,
+    the request's position and the diff first, no SDK or httpx2 frames.
 
     A loop that catches the error and ends its run on it (harness.run_loop does) still fails the test here,
     with the miss rather than a puzzling assertion about the run's outcome.
@@ -69,9 +70,10 @@ def missing_credential(error: BaseException | None) -> BaseException | None:
     return None
 
 
-def bad_input_failure(item: pytest.Item, error: BaseException) -> pytest.fail.Exception | None:
-    """A file the harness cannot use (a corrupt cassette or golden the test opened itself) as one screen: the file,
-    the place, what to do, and the test's line; no traceback through the harness."""
+def bad_input_failure(item: pytest.Item, error: BaseException) -> BaseException | None:
+    """A file the harness cannot use (a corrupt cassette or golden the test opened itself) as one screen (a
+    `pytest.fail.Exception`): the file, the place, what to do, and the test's line; no traceback through the
+    harness."""
     errors = sys.modules.get("harness.errors")  # not loaded: no harness error was raised
     if errors is None or not isinstance(error, errors.HarnessError):
         return None

@@ -49,8 +49,8 @@ def step_token_bars(
     totals = [sum(int(step["usage"].get(kind, 0)) for kind in STACK) for step in steps]
     top = nice_ceiling(max(scale_max or 0, *totals))
     left, right, upper, lower = 64, 12, 28, 34
-    slot = max(14, min(56, 640 // len(steps)))
-    width = max(left + right + slot * len(steps), 400)  # wide enough for the legend
+    narrowest = max(14, min(56, 640 // len(steps)))
+    width = max(left + right + narrowest * len(steps), 400)  # wide enough for the legend
     slot = (width - left - right) / len(steps)
     bar_width = min(slot * 0.7, 40)
     plot_height = 180

@@ -177,9 +177,12 @@ def _task_start(messages: list[dict[str, Any]]) -> int:
 
 
 def _blocks(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [block for message in messages if message.get("role") == "assistant"
-            for block in (message.get("content") if isinstance(message.get("content"), list) else [])
-            if isinstance(block, dict)]
+    blocks: list[dict[str, Any]] = []
+    for message in messages:
+        content = message.get("content")
+        if message.get("role") == "assistant" and isinstance(content, list):
+            blocks.extend(block for block in content if isinstance(block, dict))
+    return blocks
 
 
 def _server_calls(

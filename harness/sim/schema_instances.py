@@ -359,11 +359,9 @@ def _bounds(schema: dict[str, Any], *, integer: bool) -> tuple[Any, Any]:
         low = exclusive_low + epsilon if low is None else max(low, exclusive_low + epsilon)
     if isinstance(exclusive_high, int | float) and not isinstance(exclusive_high, bool):
         high = exclusive_high - epsilon if high is None else min(high, exclusive_high - epsilon)
-    if low is None and high is None:
-        low, high = 1, 100
-    elif low is None:
-        low = high - 99
-    elif high is None:
+    if low is None:
+        low = 1 if high is None else high - 99
+    if high is None:
         high = low + 99
     if integer:
         low, high = math.ceil(low), math.floor(high)

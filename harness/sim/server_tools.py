@@ -308,7 +308,7 @@ def cited_answer(results: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
 def summary(block: dict[str, Any]) -> str:
     """One line about a result block, for sim-auto's answer."""
     content = block.get("content")
-    if is_error_result(block):
+    if isinstance(content, dict) and is_error_result(block):
         return f"failed ({content['error_code']})"
     if isinstance(content, list):
         return f"{len(content)} simulated results: " + "; ".join(str(r.get("url")) for r in content)

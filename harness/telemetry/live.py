@@ -26,6 +26,7 @@ from harness.run import Exchange, Usage
 from harness.telemetry import genai
 
 if TYPE_CHECKING:
+    from opentelemetry.context import Context
     from opentelemetry.trace import Span, Tracer
 
 CONTENT_SWITCH = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -76,7 +77,7 @@ def _content_wanted() -> bool:
 class _Open:
     """A span that is current until it ends: its context token is detached then."""
 
-    def __init__(self, span: Span, token: object) -> None:
+    def __init__(self, span: Span, token: contextvars.Token[Context]) -> None:
         self.span = span
         self.token = token
 

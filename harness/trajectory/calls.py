@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.jsondata import canonical_json
+from harness.jsondata import canonical_json, mapping_at
 from harness.run import CALL_BLOCKS, ToolCall, ToolResult
 from harness.trajectory.parts import Run
 
@@ -130,8 +130,8 @@ def _server_content(content: Any) -> tuple[str, dict[str, Any] | None]:
         return content_text(content), None
     kind = str(content.get("type", ""))
     if kind == "web_fetch_result":
-        document = content.get("content") if isinstance(content.get("content"), Mapping) else {}
-        source = document.get("source") if isinstance(document.get("source"), Mapping) else {}
+        document = mapping_at(content, "content")
+        source = mapping_at(document, "source")
         data = source.get("data") if source.get("type") == "text" and isinstance(source.get("data"), str) else ""
         details = {
             "url": content.get("url"),

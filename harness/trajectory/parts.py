@@ -107,7 +107,7 @@ class Step:
         return cost_of(self.priced_model, self.usage)
 
     @property
-    def citations(self) -> list[dict[str, Any]]:
+    def citations(self) -> list[Mapping[str, Any]]:
         """The citations of the response's text blocks, in order."""
         return [
             citation
@@ -124,7 +124,7 @@ class Step:
 
     def to_dict(self) -> dict[str, Any]:
         cost = self.cost
-        out = {
+        out: dict[str, Any] = {
             "index": self.index,
             "run": self.run,
             "request": self.request,

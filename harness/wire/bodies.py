@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from harness.jsondata import compact_json
 from harness.wire.multipart import store_multipart
 from harness.wire.sse import SSE_CONTENT_TYPE, fold_stream, looks_like_sse, parse_sse, render_sse
 
@@ -53,15 +54,13 @@ def store_body(target: dict[str, Any], raw: bytes | str | None, *, content_type:
     if not allow_sse and raw[:2] in (b"--", "--", "LS") and store_multipart(target, raw):
         return
     if isinstance(raw, str):
-        text: str | None = raw
+        text = raw
     else:
         if raw[:2] == GZIP_MAGIC:
             raw = gunzip_bounded(raw)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
-            text = None
-        if text is None:
             target["body_base64"] = base64.b64encode(raw).decode("ascii")
             return
     if text == "":
@@ -81,7 +80,7 @@ def body_bytes(stored: Mapping[str, Any]) -> bytes:
     if "events" in stored:
         return render_sse(stored["events"])
     if "body" in stored:
-        return json.dumps(stored["body"], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return compact_json(stored["body"]).encode("utf-8")
     if "body_text" in stored:
         return stored["body_text"].encode("utf-8")
     if "body_base64" in stored:

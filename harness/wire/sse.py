@@ -13,6 +13,8 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from harness.jsondata import compact_json
+
 SSE_CONTENT_TYPE = "text/event-stream"
 
 
@@ -57,18 +59,23 @@ def parse_sse(text: str) -> list[dict[str, Any]]:
     return events
 
 
-def render_event(event: Mapping[str, Any]) -> bytes:
+def _event_text(event: Mapping[str, Any]) -> str:
     data = event.get("data", "")
-    payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    lines = []
-    if event.get("event") is not None:
-        lines.append(f"event: {event['event']}")
-    lines.extend(f"data: {part}" for part in payload.split("\n"))
-    return ("\n".join(lines) + "\n\n").encode("utf-8")
+    payload = data if isinstance(data, str) else compact_json(data)
+    name = event.get("event")
+    head = "" if name is None else f"event: {name}\n"
+    if "\n" not in payload:
+        return f"{head}data: {payload}\n\n"
+    return head + "".join(f"data: {part}\n" for part in payload.split("\n")) + "\n"
+
+
+def render_event(event: Mapping[str, Any]) -> bytes:
+    return _event_text(event).encode("utf-8")
 
 
 def render_sse(events: Iterable[Mapping[str, Any]]) -> bytes:
-    return b"".join(render_event(event) for event in events)
+    """The stream's bytes: one text joined and encoded once (a replayed stream is rendered on every play)."""
+    return "".join(map(_event_text, events)).encode("utf-8")
 
 
 MAX_BLOCKS = 4096  # content blocks in one message; an index past this is a damaged stream, not a long answer

@@ -20,7 +20,8 @@ def read(data: Mapping[str, Any], path: Path) -> Iterator[Exchange]:
         request = mapping(entry.get("request"), f"{where}.request", path)
         response = mapping(entry.get("response"), f"{where}.response", path)
         post = request.get("postData")
-        content = response.get("content") if isinstance(response.get("content"), Mapping) else {}
+        found = response.get("content")
+        content: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
         raw: bytes | str | None = content.get("text")
         if isinstance(raw, str) and content.get("encoding") == "base64":
             try:

@@ -124,7 +124,8 @@ def _message(raw: bytes, side: str) -> tuple[str, list[tuple[str, str]], bytes]:
 
 
 def _dechunk(body: bytes, side: str) -> bytes:
-    out, position = [], 0
+    out: list[bytes] = []
+    position = 0
     while True:
         end = body.find(_CRLF, position)
         if end == -1:
