@@ -333,7 +333,7 @@ def records_on_loopback() -> bool:
     """Whether ANTHROPIC_BASE_URL points at loopback (harness sim, a local proxy): recording there needs no key."""
     base_url = os.environ.get("ANTHROPIC_BASE_URL")
     try:
-        return bool(base_url) and _is_loopback(httpx2.URL(base_url).host)
+        return base_url is not None and base_url != "" and _is_loopback(httpx2.URL(base_url).host)
     except httpx2.InvalidURL:  # the SDK will say what is wrong with it when a client is built
         return False
 

@@ -34,10 +34,10 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.evals.trial_files import trial_path
 from harness.pacing import Pacer
-from harness.project import ProjectScenario, load_project
+from harness.project import load_project
 from harness.recording import RecordJob, client_options, record_scenario, run_jobs
 from harness.report._text import counted
-from harness.scenarios import add_set_selectors, given_set_arguments, scenario_set, scenario_sets
+from harness.scenarios import Scenario, add_set_selectors, given_set_arguments, scenario_set, scenario_sets
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -122,5 +122,5 @@ def _run_project(args: argparse.Namespace) -> int:
 
 
 
-def _record_one(item: ProjectScenario, path: Path, pacer: Pacer, options: dict[str, Any]) -> str:
+def _record_one(item: Scenario, path: Path, pacer: Pacer, options: dict[str, Any]) -> str:
     return record_scenario(item, path, pacer=pacer, **options).describe()
