@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -113,7 +114,7 @@ class Recorded:
     returned: Any  # whatever the scenario returned: a RunResult, a Message, a string, None...
     run: CassetteFile  # the run as the cassette holds it: every exchange, in order
 
-    @property
+    @cached_property  # built once: `ended`, `describe` and the caller all read it (frozen: the run never changes)
     def trajectory(self) -> Trajectory:
         from harness.trajectory import Trajectory
 
