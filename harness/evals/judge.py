@@ -113,6 +113,7 @@ class Judge:
     ) -> tuple[CheckResult, dict[str, Any]]:
         """The judged check's result and its `judge` record: status judged | needs_rejudging | error, the
         cassette, the judge model, who answered (source), and what changed when a recording no longer matches."""
+        record: dict[str, Any]
         if golden_path is None:  # an inline golden: nowhere to keep a judge cassette
             reason = "a judged check needs its golden's file: the judge cassette is kept beside it"
             record = {"status": "error", "cassette": "", "model": str(check.params.get("model", "")), "source": None,
@@ -121,7 +122,7 @@ class Judge:
         path = judge_cassette_path(golden_path, check.id)
         request = judge_request(trajectory, check.params)
         root = self._roots.get(golden_path) or self._roots.setdefault(golden_path, project_root(golden_path))
-        record: dict[str, Any] = {
+        record = {
             "status": "judged",
             "cassette": relative_to_root(path, root),
             "model": request["model"],
