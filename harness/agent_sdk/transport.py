@@ -105,7 +105,7 @@ def _shown(entry: Mapping[str, Any]) -> str:
     return f"a {frame.get('type')} message"
 
 
-class RecordingTransport(_Base):  # type: ignore[misc,valid-type]
+class RecordingTransport(_Base):
     """The SDK's own transport (the CLI subprocess), with every frame kept and saved when it closes."""
 
     def __init__(self, inner: Any, path: str | Path, *, machine: Machine, meta: Mapping[str, Any]) -> None:
@@ -160,7 +160,7 @@ class RecordingTransport(_Base):  # type: ignore[misc,valid-type]
         return self.path
 
 
-class ReplayTransport(_Base):  # type: ignore[misc,valid-type]
+class ReplayTransport(_Base):
     """Answers the SDK from a transport cassette: no CLI, no subprocess, no network."""
 
     def __init__(self, path: str | Path, *, machine: Machine, wait_seconds: float = WRITE_WAIT_SECONDS) -> None:

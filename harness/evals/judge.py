@@ -31,6 +31,7 @@ from harness.trajectory import Trajectory
 
 if TYPE_CHECKING:
     from harness.cassette.format import CassetteFile
+    from harness.cassette.modes import Mode
 
 __all__ = ["JUDGED_CHECKS", "JUDGE_MODES", "JUDGE_SUFFIX", "Judge", "is_judge_file", "judge_cassette_path"]
 
@@ -100,7 +101,7 @@ class Judge:
         if self.mode not in JUDGE_MODES:
             raise HarnessError(f"unknown judge mode {self.mode!r}; one of {', '.join(JUDGE_MODES)}")
 
-    def _cassette_mode(self, path: Path) -> str:
+    def _cassette_mode(self, path: Path) -> Mode:
         if self.mode == "replay":
             return "none"
         if self.mode == "rewrite" and path not in self.rewritten:
@@ -211,7 +212,7 @@ class Judge:
         mode = self._cassette_mode(path)
         self._loaded.pop(path, None)
         try:
-            with use_cassette(path, mode, allow_repeats=True) as cassette:  # type: ignore[arg-type]
+            with use_cassette(path, mode, allow_repeats=True) as cassette:
                 local = not os.environ.get("ANTHROPIC_API_KEY") and not os.environ.get("ANTHROPIC_AUTH_TOKEN")
                 client = anthropic.Anthropic(api_key=_LOCAL_KEY, max_retries=2) if local else anthropic.Anthropic()
                 try:

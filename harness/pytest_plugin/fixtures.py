@@ -140,7 +140,7 @@ def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> 
             problem = None
         if problem is not None:  # failed outside the except block: no "during handling" chain on the screen
             _open_failure(request, problem)
-        active.allow_unused = allow_unused  # type: ignore[attr-defined]
+        active.allow_unused = allow_unused
         from harness.pytest_plugin.shared import collect_recordings  # registered by pytest_plugins: imported first
 
         collect_recordings(request.node, active)  # a shared cassette in rewrite/all: written once, for the session
