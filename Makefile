@@ -36,9 +36,10 @@ $(TS_STAMP): tests/ts/package-lock.json
 		npm ci --prefix tests/ts --no-audit --no-fund --silent && touch $(TS_STAMP); \
 	else echo "npm not found: the TypeScript client tests will be skipped"; fi
 
-## The whole test suite (lint included).
+## The whole test suite (lint and type check included: mypy reads its settings from pyproject.toml).
 test: $(STAMP) $(TS_STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2 -q
 
 ## The docs site, built --strict into site/ (reference pages generated from the code).

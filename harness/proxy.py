@@ -348,7 +348,8 @@ def _recover_journal(cassette: Path, options: dict[str, Any]) -> int:
         path.unlink(missing_ok=True)
         return 0
     header, interactions = found
-    mode = header.get("mode") if header.get("mode") in PROXY_MODES else "new_episodes"
+    journaled = header.get("mode")
+    mode: Mode = journaled if modes.is_mode(journaled) and journaled in PROXY_MODES else "new_episodes"
     if modes.write_protected(mode, cassette.exists()):  # once over an existing cassette: add the run's exchanges
         mode = "new_episodes"
     recovered = Cassette(cassette, mode, **{**options, "note": header.get("note") or options.get("note")})

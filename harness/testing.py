@@ -70,18 +70,18 @@ def _as_golden(expected: Mapping[str, Any] | Sequence[Any]) -> tuple[dict[str, A
 
 
 def _golden(expected: Expected) -> Golden | None:
-    if isinstance(expected, Golden):
-        return expected
-    if isinstance(expected, str | Path):
-        return load_golden(expected)
-    return None
+    return _loaded(expected) if isinstance(expected, Golden | str | Path) else None
+
+
+def _loaded(expected: Golden | str | Path) -> Golden:
+    return expected if isinstance(expected, Golden) else load_golden(expected)
 
 
 def _checks(expected: Expected) -> tuple[list[GoldenCheck], str | int]:
     """The checks to run, validated exactly as `harness eval` validates a golden file (one schema, from the
     checks' own parameter specs); a problem is a GoldenError naming the place in what was written."""
-    golden = _golden(expected)
-    if golden is not None:
+    if isinstance(expected, Golden | str | Path):  # a golden file, loaded as `harness eval` loads it
+        golden = _loaded(expected)
         return golden.checks, golden.run
     document, written = _as_golden(expected)
     try:

@@ -81,7 +81,7 @@ def promotions_filtered(trajectory: Trajectory, params: Mapping[str, Any]) -> Ch
         why = outcome.describe() if outcome else "no Messages API call"
         return fail(NAME, f"no final answer to check: the run ended with {why}")
     text = trajectory.final_text
-    leaked = []
+    leaked: list[dict[str, Any]] = []
     for item in params.get("promotional") or []:
         term = find_mention(text, item)
         if term is not None:

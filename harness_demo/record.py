@@ -23,6 +23,7 @@ request, so its trials differ in their ids only; trials earn their keep against 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -97,8 +98,7 @@ def run_demo(args: argparse.Namespace) -> int:
         else:
             runs = [(trial_path(item.path(root), k), args.seed + k - 1) for k in range(1, args.trials + 1)]
         for path, seed in runs:
-            jobs.append(RecordJob(path, lambda item=item, path=path, seed=seed: _demo_line(item, root, seed, path,
-                                                                                        args)))
+            jobs.append(RecordJob(path, functools.partial(_demo_line, item, root, seed, path, args)))
     return run_jobs(jobs, args.concurrency)
 
 

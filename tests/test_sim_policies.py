@@ -12,7 +12,8 @@ import anthropic
 import pytest
 
 from harness.sim import Simulator
-from harness.sim.policies import CONTEXT_WINDOW_TOKENS
+from harness.sim.conversation import Reply
+from harness.sim.policies import CONTEXT_WINDOW_TOKENS, POLICIES
 
 USER = "Give me my morning brief for Monday 2026-09-07."
 SYSTEM_SKIP = (
@@ -495,6 +496,19 @@ def test_context_window_policy_stops_with_usage_filling_the_window(client: anthr
         streamed = stream.get_final_message()
     assert streamed.stop_reason == "model_context_window_exceeded"
     assert streamed.usage.input_tokens == usage.input_tokens
+
+
+def test_a_model_that_fills_the_window_with_no_content_bills_the_whole_window_as_input(
+    client: anthropic.Anthropic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A model (a plugin's, say) may stop at the window having written nothing: no content to count output from.
+    # The simulator once subtracted None from the window here (found by mypy) and answered with a 500.
+    monkeypatch.setitem(POLICIES, "empty-window", lambda _conversation: Reply(
+        [], "model_context_window_exceeded", context_window=CONTEXT_WINDOW_TOKENS))
+    messages = [{"role": "user", "content": "Summarise everything we discussed."}]
+    response = client.messages.create(model="sim-empty-window", max_tokens=500, messages=messages)
+    assert response.stop_reason == "model_context_window_exceeded"
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (CONTEXT_WINDOW_TOKENS, 0)
 
 
 def test_echo_derives_its_text_from_the_last_user_message(client: anthropic.Anthropic) -> None:

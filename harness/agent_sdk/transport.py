@@ -24,7 +24,7 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 import yaml
@@ -105,7 +105,7 @@ def _shown(entry: Mapping[str, Any]) -> str:
     return f"a {frame.get('type')} message"
 
 
-class RecordingTransport(_Base):  # type: ignore[misc,valid-type]
+class RecordingTransport(_Base):
     """The SDK's own transport (the CLI subprocess), with every frame kept and saved when it closes."""
 
     def __init__(self, inner: Any, path: str | Path, *, machine: Machine, meta: Mapping[str, Any]) -> None:
@@ -160,7 +160,7 @@ class RecordingTransport(_Base):  # type: ignore[misc,valid-type]
         return self.path
 
 
-class ReplayTransport(_Base):  # type: ignore[misc,valid-type]
+class ReplayTransport(_Base):
     """Answers the SDK from a transport cassette: no CLI, no subprocess, no network."""
 
     def __init__(self, path: str | Path, *, machine: Machine, wait_seconds: float = WRITE_WAIT_SECONDS) -> None:
@@ -234,8 +234,10 @@ class ReplayTransport(_Base):  # type: ignore[misc,valid-type]
         if recorded != live:
             self._fail(f"frame #{found + 1}: the app wrote {_shown(written)} unlike the recording", recorded, live)
         frame = written.get("frame") or {}
-        if frame.get("type") == "control_request":
-            self._ids[self.cassette.frames[found]["frame"].get("request_id")] = frame.get("request_id")
+        if frame.get("type") == "control_request":  # a control request names its id (the protocol's rule)
+            recorded_id, live_id = self.cassette.frames[found]["frame"].get("request_id"), frame.get("request_id")
+            if isinstance(recorded_id, str) and isinstance(live_id, str):
+                self._ids[recorded_id] = live_id
         return found
 
     def _live(self, frame: dict[str, Any]) -> dict[str, Any]:
@@ -245,7 +247,7 @@ class ReplayTransport(_Base):  # type: ignore[misc,valid-type]
             live = {**live, "response": {**response, "request_id": self._ids[response["request_id"]]}}
         return live
 
-    def _fail(self, reason: str, recorded: Any = None, live: Any = None) -> None:
+    def _fail(self, reason: str, recorded: Any = None, live: Any = None) -> NoReturn:
         lines = [f"{self.path}: {reason}"]
         if recorded is not None or live is not None:
             lines.append("What changed (recorded -> now):")

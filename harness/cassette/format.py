@@ -112,7 +112,7 @@ def check_streams(cassette: CassetteFile) -> None:
 
 
 
-class _Dumper(_SafeDumper):  # type: ignore[misc, valid-type]
+class _Dumper(_SafeDumper):
     def ignore_aliases(self, data: Any) -> bool:
         # No `&id001` / `*id001`: a diff must show the text, even where two requests share an object.
         return True

@@ -276,8 +276,8 @@ def _tools_by_name(body: Any) -> dict[str, Any] | None:
     tools = body.get("tools") if isinstance(body, dict) else None
     if not isinstance(tools, list):
         return None
-    names = [tool.get("name") if isinstance(tool, dict) else None for tool in tools]
-    if not all(isinstance(name, str) and name for name in names) or len(set(names)) != len(names):
+    names = [name for tool in tools if isinstance(tool, dict) and isinstance(name := tool.get("name"), str) and name]
+    if len(names) != len(tools) or len(set(names)) != len(names):
         return None
     return dict(zip(names, tools, strict=True))
 

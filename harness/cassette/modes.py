@@ -9,10 +9,15 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-from typing import Literal
+from typing import Literal, TypeGuard
 
 Mode = Literal["none", "once", "new_episodes", "all", "rewrite", "fork"]
 MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all", "rewrite", "fork")
+
+
+def is_mode(value: object) -> TypeGuard[Mode]:
+    """Whether `value` names a record mode: what a config file, a marker or a journal holds is checked here."""
+    return value in MODES
 
 
 # -- what the modes mean: each question asked once, here ------------------------------------------------------

@@ -34,7 +34,7 @@ from harness.cassette.fork import ForkReport, spend_of
 from harness.cassette.format import CassetteFile
 from harness.cassette.lookup import Lookup, Matcher
 from harness.cassette.mismatch import CassetteMismatch
-from harness.cassette.modes import MODES, Mode, placeholder_credential
+from harness.cassette.modes import MODES, Mode, is_mode, placeholder_credential
 from harness.cassette.redact import Scrubber
 from harness.cassette.sequence import ToolResultDrift
 from harness.cassette.shared_tls import shared_tls_contexts
@@ -49,9 +49,9 @@ else:  # OpenTelemetry is an optional extra: at run time (typing.get_type_hints)
     TracerProvider = Any
 
 def _checked(mode: str, path: str | Path) -> Mode:
-    if mode not in MODES:
+    if not is_mode(mode):
         raise CassetteError(f"unknown record mode {mode!r}; use one of {', '.join(MODES)}", file=path)
-    return mode  # type: ignore[return-value]
+    return mode
 
 
 class Cassette:

@@ -229,7 +229,7 @@ class _CassetteTransport(httpx2.BaseTransport):
             from vcr.stubs.httpx_stubs import vcr_handle_request  # recording only: vcrpy costs replay 0.35 s
 
             send = vcr_handle_request(_VcrCapture(cassette), lambda _, sent: self.real.handle_request(sent), httpx2)
-            return send(self.real, request)  # type: ignore[no-any-return]
+            return send(self.real, request)
         except httpx2.TransportError as err:
             cassette.record_failure(request, raw_body, err)
             raise
@@ -256,7 +256,7 @@ class _AsyncCassetteTransport(httpx2.AsyncBaseTransport):
 
             send = vcr_handle_async_request(_VcrCapture(cassette),
                                             lambda _, sent: self.real.handle_async_request(sent), httpx2)
-            return await send(self.real, request)  # type: ignore[no-any-return]
+            return await send(self.real, request)
         except httpx2.TransportError as err:
             cassette.record_failure(request, raw_body, err)
             raise
@@ -333,7 +333,7 @@ def records_on_loopback() -> bool:
     """Whether ANTHROPIC_BASE_URL points at loopback (harness sim, a local proxy): recording there needs no key."""
     base_url = os.environ.get("ANTHROPIC_BASE_URL")
     try:
-        return bool(base_url) and _is_loopback(httpx2.URL(base_url).host)
+        return base_url is not None and base_url != "" and _is_loopback(httpx2.URL(base_url).host)
     except httpx2.InvalidURL:  # the SDK will say what is wrong with it when a client is built
         return False
 

@@ -185,7 +185,8 @@ def _check_server_calls(run: Run) -> tuple[list[_Problem], int]:
 def _check_echoes(run: Run) -> list[_Problem]:
     """Each step's tool_use turn must be sent back, verbatim ids, in the run's next request."""
     problems: list[_Problem] = []
-    following = [(step.index, step.delta) for step in run.steps[1:]]
+    # What follows each step: the next step's request, or the request that failed (an origin of None).
+    following: list[tuple[int | None, list[dict[str, Any]]]] = [(step.index, step.delta) for step in run.steps[1:]]
     if run.failed_request is not None:
         following.append((None, run.failed_request.delta))
     for step, (next_origin, delta) in zip(run.steps, following, strict=False):

@@ -27,7 +27,7 @@ Paths in `ignore_paths` are dotted, with `[n]` or `*` for list items and `*` for
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -131,7 +131,7 @@ def _describe_call(call: ToolCall) -> str:
 
 
 def _strict(
-    expected: list[Mapping[str, Any]], calls: list[ToolCall], rules: _Rules, last_step: int | None
+    expected: Sequence[Mapping[str, Any]], calls: list[ToolCall], rules: _Rules, last_step: int | None
 ) -> CheckResult | None:
     for position, (want, call) in enumerate(zip(expected, calls, strict=False), start=1):
         problems = rules.mismatches(want, call)
@@ -167,7 +167,7 @@ def _strict(
 
 
 def _unordered(
-    expected: list[Mapping[str, Any]],
+    expected: Sequence[Mapping[str, Any]],
     calls: list[ToolCall],
     rules: _Rules,
     mode: str,
@@ -236,7 +236,7 @@ def _nearest_miss(
 
 
 def _in_order(
-    expected: list[Mapping[str, Any]],
+    expected: Sequence[Mapping[str, Any]],
     calls: list[ToolCall],
     rules: _Rules,
     last_step: int | None,
@@ -280,7 +280,9 @@ def _in_order(
     return None
 
 
-def _ordered_matches(expected: list[Mapping[str, Any]], calls: list[ToolCall], rules: _Rules) -> list[tuple[int, int]]:
+def _ordered_matches(
+    expected: Sequence[Mapping[str, Any]], calls: list[ToolCall], rules: _Rules
+) -> list[tuple[int, int]]:
     """The longest order-keeping matching of expected calls to calls made (an LCS under the matching rules)."""
     n, m = len(expected), len(calls)
     fits = [[not rules.mismatches(want, call) for call in calls] for want in expected]
@@ -300,7 +302,7 @@ def _ordered_matches(expected: list[Mapping[str, Any]], calls: list[ToolCall], r
     return pairs
 
 
-def _bipartite(expected: list[Mapping[str, Any]], calls: list[ToolCall], rules: _Rules) -> dict[int, int]:
+def _bipartite(expected: Sequence[Mapping[str, Any]], calls: list[ToolCall], rules: _Rules) -> dict[int, int]:
     """The unordered modes' maximum matching {expected: call}: what they judge by, and what they score."""
     adjacency = [[j for j, call in enumerate(calls) if not rules.mismatches(want, call)] for want in expected]
     return maximum_matching(adjacency, len(calls))
@@ -322,7 +324,7 @@ def call_score(matched: int, expected: int, made: int) -> dict[str, Any]:
 
 
 def _turn_failure(
-    expected: list[Mapping[str, Any]], calls: list[ToolCall], pairs: list[tuple[int, int]]
+    expected: Sequence[Mapping[str, Any]], calls: list[ToolCall], pairs: list[tuple[int, int]]
 ) -> CheckResult | None:
     """Expected calls labelled with one `turn` share a step (parallel); different labels, different steps in order."""
     steps: dict[str, list[tuple[int, ToolCall]]] = {}

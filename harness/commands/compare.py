@@ -27,6 +27,7 @@ from rich.markup import escape
 from harness import commands
 from harness.commands import add_golden_dir_argument, add_suite_argument
 from harness.errors import HarnessError, absolute
+from harness.evals.document import ResultsDocument
 from harness.evals.results import read_results
 from harness.report.outputs import add_report_arguments, write_comparison_reports
 from harness.report.trials import DEFAULT_K
@@ -81,7 +82,7 @@ def _kind(path: Path) -> str:
     raise HarnessError("not a results file (.json), a suite file (.yaml) or a cassette folder", file=path)
 
 
-def _sides(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+def _sides(args: argparse.Namespace) -> tuple[ResultsDocument, ResultsDocument]:
     baseline, candidate = Path(args.baseline), Path(args.candidate)
     kinds = (_kind(baseline), _kind(candidate))
     if kinds[0] != kinds[1]:

@@ -34,6 +34,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from harness import commands
 from harness.commands import add_failures_only_argument, add_golden_dir_argument
 from harness.errors import HarnessError
+from harness.evals.document import ResultsDocument
 from harness.evals.judge import JUDGE_MODES, Judge
 from harness.evals.results import ResultsWriter, exit_code, suite_entry
 from harness.evals.runner import elapsed_ms, run_case
@@ -166,7 +167,7 @@ def _progress(console: Console, total: int) -> Iterator[Callable[[str], None]]:
         yield lambda case_id: progress.update(task, advance=1, description=case_id[-40:])
 
 
-def write_views(results: Mapping[str, Any], args: argparse.Namespace, console: Console) -> None:
+def write_views(results: ResultsDocument, args: argparse.Namespace, console: Console) -> None:
     """The asked-for views (--markdown, --junit, --html), each a projection of the results document."""
     for path in write_results_reports(results, markdown=args.markdown, junit=args.junit, html=args.html):
         console.print(f"report: {path}")

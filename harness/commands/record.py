@@ -27,7 +27,9 @@ its limits instead of meeting 429s; the SDK's own retries are left as they are (
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
+from typing import Any
 
 from harness.errors import HarnessError
 from harness.evals.trial_files import trial_path
@@ -35,7 +37,7 @@ from harness.pacing import Pacer
 from harness.project import load_project
 from harness.recording import RecordJob, client_options, record_scenario, run_jobs
 from harness.report._text import counted
-from harness.scenarios import add_set_selectors, given_set_arguments, scenario_set, scenario_sets
+from harness.scenarios import Scenario, add_set_selectors, given_set_arguments, scenario_set, scenario_sets
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -106,9 +108,9 @@ def _run_project(args: argparse.Namespace) -> int:
     for item in chosen:
         path = folder / item.cassette_path.relative_to(project.cassettes)
         paths = [path] if args.trials is None else [trial_path(path, k) for k in range(1, args.trials + 1)]
-        for target in paths:
-            jobs.append(RecordJob(target, lambda item=item, target=target: record_scenario(
-                item, target, pacer=pacer, **options).describe(), item.name))
+        for cassette in paths:
+            record = functools.partial(_record_one, item, cassette, pacer, options)
+            jobs.append(RecordJob(cassette, record, item.name))
     status = run_jobs(jobs, args.concurrency)
     stats = pacer.stats
     if len(jobs) > 1 and (stats.waited_seconds >= 0.05 or stats.rate_limited):
@@ -118,3 +120,7 @@ def _run_project(args: argparse.Namespace) -> int:
     return status
 
 
+
+
+def _record_one(item: Scenario, path: Path, pacer: Pacer, options: dict[str, Any]) -> str:
+    return record_scenario(item, path, pacer=pacer, **options).describe()

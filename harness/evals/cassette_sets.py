@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from harness.errors import HarnessError
+from harness.evals.document import ResultsDocument
 from harness.evals.golden import relative_to_root
 from harness.evals.judge import Judge
 from harness.evals.runner import run_suites
@@ -86,7 +86,7 @@ def anchor_folder(suites: list[Suite], baseline: Path, candidate: Path) -> Path:
 
 def results_for_folder(
     folder: Path, *, base: Path, suites: list[Suite], golden_dir: Path | None = None, judge: Judge | None = None
-) -> dict[str, Any]:
+) -> ResultsDocument:
     """Run the suites' cases that read a cassette under `base`, each reading its namesake under `folder`."""
     mapped: list[Suite] = []
     under_base = 0
@@ -111,7 +111,9 @@ def results_for_folder(
     return run_suites(mapped, golden_dir=golden_dir, judge=judge)
 
 
-def results_for_suite_file(path: Path, *, golden_dir: str | None = None, judge: Judge | None = None) -> dict[str, Any]:
+def results_for_suite_file(
+    path: Path, *, golden_dir: str | None = None, judge: Judge | None = None
+) -> ResultsDocument:
     """Run one suite file as it names its cassettes (with their trials when there are trial files)."""
     suites = unique_suites(discover_suites([path], golden_dir=golden_dir), hint=_ONE_SUITE)
     expanded = [

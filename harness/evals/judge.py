@@ -31,6 +31,7 @@ from harness.trajectory import Trajectory
 
 if TYPE_CHECKING:
     from harness.cassette.format import CassetteFile
+    from harness.cassette.modes import Mode
 
 __all__ = ["JUDGED_CHECKS", "JUDGE_MODES", "JUDGE_SUFFIX", "Judge", "is_judge_file", "judge_cassette_path"]
 
@@ -100,7 +101,7 @@ class Judge:
         if self.mode not in JUDGE_MODES:
             raise HarnessError(f"unknown judge mode {self.mode!r}; one of {', '.join(JUDGE_MODES)}")
 
-    def _cassette_mode(self, path: Path) -> str:
+    def _cassette_mode(self, path: Path) -> Mode:
         if self.mode == "replay":
             return "none"
         if self.mode == "rewrite" and path not in self.rewritten:
@@ -113,6 +114,7 @@ class Judge:
     ) -> tuple[CheckResult, dict[str, Any]]:
         """The judged check's result and its `judge` record: status judged | needs_rejudging | error, the
         cassette, the judge model, who answered (source), and what changed when a recording no longer matches."""
+        record: dict[str, Any]
         if golden_path is None:  # an inline golden: nowhere to keep a judge cassette
             reason = "a judged check needs its golden's file: the judge cassette is kept beside it"
             record = {"status": "error", "cassette": "", "model": str(check.params.get("model", "")), "source": None,
@@ -121,7 +123,7 @@ class Judge:
         path = judge_cassette_path(golden_path, check.id)
         request = judge_request(trajectory, check.params)
         root = self._roots.get(golden_path) or self._roots.setdefault(golden_path, project_root(golden_path))
-        record: dict[str, Any] = {
+        record = {
             "status": "judged",
             "cassette": relative_to_root(path, root),
             "model": request["model"],
@@ -210,7 +212,7 @@ class Judge:
         mode = self._cassette_mode(path)
         self._loaded.pop(path, None)
         try:
-            with use_cassette(path, mode, allow_repeats=True) as cassette:  # type: ignore[arg-type]
+            with use_cassette(path, mode, allow_repeats=True) as cassette:
                 local = not os.environ.get("ANTHROPIC_API_KEY") and not os.environ.get("ANTHROPIC_AUTH_TOKEN")
                 client = anthropic.Anthropic(api_key=_LOCAL_KEY, max_retries=2) if local else anthropic.Anthropic()
                 try:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.evals.document import ResultsDocument
 from harness.evals.results import ResultsWriter
 from harness.jsondata import drop_paths, parse_path
 
@@ -46,7 +47,7 @@ def _label(block: Mapping[str, Any]) -> str:
     return f"{block['index']}/{block['total']}"
 
 
-def merge_results(shards: Sequence[tuple[Path, Mapping[str, Any]]]) -> dict[str, Any]:
+def merge_results(shards: Sequence[tuple[Path, Mapping[str, Any]]]) -> ResultsDocument:
     """The whole run's results document from every shard's (path, results), or a HarnessError naming files."""
     if not shards:
         raise HarnessError("no shard results to merge")

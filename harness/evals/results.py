@@ -30,11 +30,12 @@ from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import jsonschema
 
 from harness.errors import HarnessError
+from harness.evals.document import ResultsDocument
 from harness.files import atomic_write_text, atomic_writer
 from harness.jsondata import json_path
 from harness.run import USAGE_FIELDS as _KINDS
@@ -316,11 +317,14 @@ class ResultsWriter:
             head["shard"] = self._shard
         return head | {"summary": summary, "suites": by_suite}
 
-    def document(self, **head: Any) -> dict[str, Any]:
+    def document(self, **head: Any) -> ResultsDocument:
         """The whole document, cases included (only with `keep=True`)."""
         if self._kept is None:
             raise RuntimeError("the cases were spooled, not kept: write() the document instead")
-        return self.head(**head) | {"cases": list(self._kept)}
+        # Assembled from the case records run_case builds as plain dicts, so the checker cannot follow it: what
+        # the writer makes is held to results.schema.json (which the TypedDicts follow) by the eval tests, which
+        # validate every document they read (tests/test_evals_cli.py, tests/test_evals_shards.py).
+        return cast(ResultsDocument, self.head(**head) | {"cases": list(self._kept)})
 
     def write(self, path: str | Path, head: Mapping[str, Any]) -> Path:
         """`head` and the cases to `path`, atomically, formatted as `write_results` formats a whole document.
@@ -357,7 +361,7 @@ def build_results(
     *,
     golden_dir: Path | None = None,
     duration_ms: float | None = None,
-) -> dict[str, Any]:
+) -> ResultsDocument:
     writer = ResultsWriter([suite_entry(suite) for suite in suites], golden_dir=golden_dir, keep=True)
     for record in records:
         writer.add(record)
@@ -370,7 +374,7 @@ def validate_results(results: Any, *, file: str | Path | None = None) -> None:
         raise HarnessError(f"not a results document: {error.message}", file=file, where=json_path(error.absolute_path))
 
 
-def read_results(path: str | Path) -> dict[str, Any]:
+def read_results(path: str | Path) -> ResultsDocument:
     """A results file (`harness eval --json F`), validated; any problem is a HarnessError naming the file."""
     path = Path(path)
     try:
@@ -382,7 +386,7 @@ def read_results(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, Mapping) or "results_version" not in data:
         raise HarnessError("not a results document (`harness eval --json F` writes one)", file=path)
     validate_results(data, file=path)
-    return data
+    return cast(ResultsDocument, data)  # valid against results.schema.json, the contract the TypedDicts follow
 
 
 def write_results(path: str | Path, results: Mapping[str, Any]) -> Path:

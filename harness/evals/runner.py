@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.checks.registry import run_check
 from harness.errors import HarnessError
+from harness.evals.document import ResultsDocument
 from harness.evals.judge import JUDGED_CHECKS, Judge
 from harness.evals.results import ResultsWriter, run_details, step_details, suite_entry
 from harness.evals.suite import Case, Suite
@@ -195,7 +196,7 @@ def run_case(case: Case, *, judge: Judge | None = None) -> dict[str, Any]:
 def run_suites(
     suites: Iterable[Suite], *, golden_dir: Path | None = None, progress: ProgressCallback | None = None,
     judge: Judge | None = None,
-) -> dict[str, Any]:
+) -> ResultsDocument:
     """Every case of `suites`, as one results document in memory (`harness eval` streams it instead)."""
     suites = list(suites)
     started = time.perf_counter()

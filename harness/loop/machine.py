@@ -398,7 +398,8 @@ def _compact_block(block: dict[str, Any], names: Mapping[str, str]) -> dict[str,
         chars = len(content)
     else:
         chars = sum(len(part.get("text", "")) for part in content if isinstance(part, Mapping))
-    name = names.get(block.get("tool_use_id"), "unknown tool")
+    tool_use_id = block.get("tool_use_id")
+    name = names.get(tool_use_id, "unknown tool") if isinstance(tool_use_id, str) else "unknown tool"
     placeholder = f"[compacted: {chars:,} chars from {name}]"
     if isinstance(content, str) and len(content) <= len(placeholder):
         return block  # already shorter than its placeholder

@@ -27,6 +27,7 @@ from harness.pytest_plugin.stash import AGENT_SDK_KEY, CASSETTE_KEY, FAILED_KEY
 
 if TYPE_CHECKING:
     from harness.agent_sdk import AgentSdkSession
+    from harness.cassette.modes import Mode
     from harness.cassette.recorder import Cassette
 
 __all__ = ["agent_sdk", "cassette", "harness_config"]
@@ -53,7 +54,7 @@ def _valid_keywords(consumer: str) -> tuple[str, ...]:
 
 def _marked_cassette(
     request: pytest.FixtureRequest, harness_config: dict[str, Any], consumer: str = "cassette"
-) -> tuple[Path, dict[str, Any], str]:
+) -> tuple[Path, dict[str, Any], Mode]:
     """The test's cassette as its marker and harness_config say: its absolute path, the options, the mode.
 
     A keyword the marker (or harness_config) does not take fails the test here, at setup, with one screen.
@@ -79,6 +80,7 @@ def _marked_cassette(
     for name in CLIENT_OPTIONS:
         options.pop(name, None)
     path = options.pop("path", None)
+    # A mode the marker names is checked where the cassette opens: an unknown one fails there, naming the file.
     mode = options.pop("mode", None) or record_mode(request.config)
     return cassette_path_of(request.node, path), options, mode
 
@@ -138,7 +140,7 @@ def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> 
             problem = None
         if problem is not None:  # failed outside the except block: no "during handling" chain on the screen
             _open_failure(request, problem)
-        active.allow_unused = allow_unused  # type: ignore[attr-defined]
+        active.allow_unused = allow_unused
         from harness.pytest_plugin.shared import collect_recordings  # registered by pytest_plugins: imported first
 
         collect_recordings(request.node, active)  # a shared cassette in rewrite/all: written once, for the session

@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from harness.cassette.modes import MODES
+from harness.cassette.modes import MODES, Mode, is_mode
 from harness.pytest_plugin.simulator import check_simulator_option
 
 __all__ = ["record_mode"]
@@ -100,8 +100,8 @@ def pytest_configure(config: pytest.Config) -> None:
     check_simulator_option(config)
 
 
-def record_mode(config: pytest.Config) -> str:
+def record_mode(config: pytest.Config) -> Mode:
     mode = config.getoption("record_mode", default=None) or config.getini("record_mode") or "none"
-    if mode not in MODES:
+    if not is_mode(mode):
         raise pytest.UsageError(f"record_mode = {mode!r} in the config file; use one of {', '.join(MODES)}")
     return mode

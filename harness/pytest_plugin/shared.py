@@ -33,6 +33,7 @@ from harness.errors import HarnessError
 from harness.pytest_plugin.marker import marked_cassette_path
 
 if TYPE_CHECKING:
+    from harness.cassette.modes import Mode
     from harness.cassette.recorder import Cassette
 
 _SHARED_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()  # cassette path -> what this process knows of it
@@ -143,7 +144,7 @@ def write_recorded(path: str, note: dict[str, Any]) -> str:
     order = {nodeid: position for position, nodeid in enumerate(note["users"])}
     runs = sorted(note["recorded"], key=lambda run: order.get(run["test"], len(order)))
     everyone = set(note["passed"]) >= set(note["users"])
-    mode = "rewrite" if everyone and all(run["mode"] == "rewrite" for run in runs) else "all"
+    mode: Mode = "rewrite" if everyone and all(run["mode"] == "rewrite" for run in runs) else "all"
     rules = Normalization()
     provenance: dict[str, Any] = {}
     for run in runs:

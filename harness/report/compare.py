@@ -110,8 +110,8 @@ def _mean_usage(trials: Sequence[Mapping[str, Any]]) -> dict[str, float] | None:
 
 def _mean_cost(trials: Sequence[Mapping[str, Any]]) -> float | None:
     ran = [case for case in trials if case.get("trajectory") is not None]
-    costs = [case.get("cost_usd") for case in ran]
-    if not costs or any(value is None for value in costs):
+    costs = [cost for case in ran if (cost := case.get("cost_usd")) is not None]
+    if not ran or len(costs) != len(ran):
         return None
     return round(sum(costs) / len(costs), 6)
 
@@ -165,8 +165,8 @@ def _per_trial(trials: Sequence[Mapping[str, Any]]) -> tuple[list[float], list[f
     """Each trial's total tokens, and its cost (None when any trial has no known price)."""
     ran = [case for case in trials if case.get("trajectory") is not None]
     tokens = [float((case.get("usage") or {}).get("total", 0)) for case in ran]
-    costs = [case.get("cost_usd") for case in ran]
-    return tokens, None if any(cost is None for cost in costs) else [float(cost) for cost in costs]
+    costs = [float(cost) for case in ran if (cost := case.get("cost_usd")) is not None]
+    return tokens, None if len(costs) != len(ran) else costs
 
 
 def _side(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

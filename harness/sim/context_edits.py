@@ -165,9 +165,10 @@ def _summary(body: dict[str, Any], instructions: Any) -> str:
     turns = [m for m in body["messages"] if isinstance(m, dict) and m.get("role") in ("user", "assistant")]
     calls = [block.get("name") for _, _, block in _tool_uses(body["messages"])]
     first = next((m for m in turns if m.get("role") == "user"), {})
+    opening = first.get("content")
     asked = (
-        first.get("content")
-        if isinstance(first.get("content"), str)
+        opening
+        if isinstance(opening, str)
         else " ".join(str(b.get("text", "")) for b in _blocks(first) if isinstance(b, dict) and b.get("type") == "text")
     )
     text = (

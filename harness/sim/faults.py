@@ -13,7 +13,7 @@ documented error envelope.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from harness.errors import HarnessError
@@ -125,7 +125,7 @@ def parse_fault_spec(spec: str) -> tuple[int, Fault]:
     index, kind = int(parts[0]), parts[1].strip()
     if kind not in SIMULATOR_KINDS:
         raise HarnessError(f"fault {spec!r}: unknown kind {kind!r}; use one of {', '.join(SIMULATOR_KINDS)}")
-    options: dict[str, float | int] = {}
+    fault = Fault(kind)  # its defaults, then each option given
     if len(parts) == 3 and parts[2].strip():
         for item in parts[2].split(","):
             name, _, raw = item.partition("=")
@@ -136,7 +136,12 @@ def parse_fault_spec(spec: str) -> tuple[int, Fault]:
                     f"fault {spec!r}: option {item!r} is not name=value with a name in: {known}"
                 )
             try:
-                options[name] = int(raw) if name == "after_events" else float(raw)
+                if name == "after_events":
+                    fault = replace(fault, after_events=int(raw))
+                elif name == "delay":
+                    fault = replace(fault, delay=float(raw))
+                else:
+                    fault = replace(fault, retry_after=float(raw))
             except ValueError:
                 raise HarnessError(f"fault {spec!r}: option {name} needs a number, got {raw!r}") from None
-    return index, Fault(kind, **options)  # type: ignore[arg-type]
+    return index, fault

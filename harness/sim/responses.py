@@ -151,6 +151,8 @@ def build_message(
         if output_tokens > conversation.max_tokens:
             content = _cut_to_budget(content, conversation.max_tokens)
             stop_reason, stop_sequence, output_tokens = "max_tokens", None, conversation.max_tokens
+    if output_tokens is None:  # no content and no count given: nothing was written
+        output_tokens = 0
     input_tokens = usage.input_tokens
     if reply.context_window is not None:
         # The prompt plus what was written fills the window: bill the rest as uncached input.
@@ -165,7 +167,7 @@ def build_message(
             "ephemeral_5m_input_tokens": usage.ephemeral_5m_input_tokens,
             "ephemeral_1h_input_tokens": usage.ephemeral_1h_input_tokens,
         },
-        "output_tokens": output_tokens or 0,
+        "output_tokens": output_tokens,
         "service_tier": "standard",
     }
     server_use = server_tool_usage(content)

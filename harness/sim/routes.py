@@ -31,8 +31,7 @@ class Resources:
         self.files = Files(seed)
         self.batches = Batches(seed)
         self.models = ModelsApi(model_ids)
-        limited = rate_limits is not None and rate_limits.any
-        self.limiter = RateLimiter(rate_limits) if limited else None
+        self.limiter = RateLimiter(rate_limits) if rate_limits is not None and rate_limits.any else None
 
     # -- rate limits of /v1/messages ----------------------------------------------------------------
     def admit_message(self, body: Any) -> Admission | None:

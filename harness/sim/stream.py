@@ -36,6 +36,8 @@ def _word_chunks(text: str) -> list[str]:
 
 def _block_events(index: int, block: dict[str, Any]) -> list[Event]:
     kind = block.get("type")
+    start: dict[str, Any]
+    deltas: list[dict[str, Any]]
     if kind == "text" and block.get("citations"):  # citations first, one delta each, then the text
         start = {"citations": [], "type": "text", "text": ""}
         deltas = [{"type": "citations_delta", "citation": citation} for citation in block["citations"]]

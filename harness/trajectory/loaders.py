@@ -33,8 +33,8 @@ def batch_trajectories(source: str | Path | CassetteFile | Trajectory) -> dict[s
     Trajectory built from one) holds, in the order of the results."""
     if isinstance(source, Trajectory):
         full = source
-    elif hasattr(source, "interactions"):
-        full = Trajectory.from_cassette(source)
-    else:
+    elif isinstance(source, str | Path):
         full = load_trajectory(source)
+    else:
+        full = Trajectory.from_cassette(source)
     return {run.label: full.select_runs(run.label) for run in full.runs if run.label is not None}

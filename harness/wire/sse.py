@@ -136,7 +136,7 @@ class StreamCheck:
             raise MalformedStream(f"{kind} after message_stop")
         if not self.started and kind != "message_start":
             raise MalformedStream(f"{kind} before message_start")
-        check = _CHECKS.get(kind)  # type: ignore[arg-type]
+        check = _CHECKS.get(kind)
         if check is not None:
             check(self, data)
         return str(kind)

@@ -10,12 +10,13 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Iterator, Sequence
+from typing import Literal
 
 from harness.errors import HarnessError
 from harness_demo._console import Trace, add_run_arguments, client_for, report
 
 # --mode -> use_cassette mode: record what is missing once, or replay strictly without network.
-CASSETTE_MODES = {"record": "once", "replay": "none"}
+CASSETTE_MODES: dict[str, Literal["once", "none"]] = {"record": "once", "replay": "none"}
 
 
 def build_parser() -> argparse.ArgumentParser:

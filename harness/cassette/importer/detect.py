@@ -128,7 +128,7 @@ ISTR_NEW_TAG = "tag:yaml.org,2002:python/object/new:multidict._multidict.istr"
 RUBY_BINARY_TAG = "!binary"
 
 
-class ForeignLoader(SafeLoader):  # type: ignore[misc, valid-type]
+class ForeignLoader(SafeLoader):
     """The safe loader plus one constructor per harmless tag a foreign recorder writes (see the docstring)."""
 
 
@@ -194,7 +194,7 @@ def _ruby_binary(loader: yaml.BaseLoader, node: yaml.Node) -> bytes:
     """Ruby's `!binary |- aGVsbG8=`: base64 bytes, the same as YAML's own `!!binary`."""
     if not isinstance(node, yaml.ScalarNode):
         raise _refuse(node, "a !binary value must be base64 text")
-    return loader.construct_yaml_binary(node)  # type: ignore[attr-defined, no-any-return]
+    return loader.construct_yaml_binary(node)
 
 
 ForeignLoader.add_constructor(ISTR_TAG, _plain_header_name)
