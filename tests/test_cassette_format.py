@@ -9,7 +9,7 @@ import pytest
 from harness.cassette.format import CassetteFile, dump_cassette, load_cassette, save_cassette
 from harness.cassette.scan import scan_paths
 from harness.errors import CassetteError
-from harness.wire.sse import fold_stream, parse_sse, render_sse
+from harness.wire.sse import fold_stream, parse_sse, render_event, render_sse
 
 GOOD = """\
 harness:
@@ -147,3 +147,22 @@ def test_scan_finds_each_secret_form_and_ignores_placeholders(tmp_path: Path) ->
     assert {f.line for f in findings} == {1, 2, 4, 5}  # the line the secret is on
     assert all(f.file == dirty for f in findings)
     assert all("abcdefghijklmnop" not in f.excerpt for f in findings), "the scanner must not print secrets"
+
+
+def test_a_replayed_stream_is_written_byte_for_byte_as_an_sse_stream() -> None:
+    """render_sse joins one text: each event its `event:` line (when named), one `data:` line per line of its
+    data (JSON compact, not ASCII-escaped), and a blank line; render_event gives the same bytes one event at a time."""
+    events = [
+        {"event": "ping", "data": {"type": "ping"}},
+        {"data": "first\nsecond"},
+        {"event": "content_block_delta", "data": {"delta": {"text": "é ✓\n"}}},
+        {"event": "raw", "data": "line\n"},
+    ]
+    expected = (
+        'event: ping\ndata: {"type":"ping"}\n\n'
+        "data: first\ndata: second\n\n"
+        'event: content_block_delta\ndata: {"delta":{"text":"é ✓\\n"}}\n\n'
+        "event: raw\ndata: line\ndata: \n\n"
+    ).encode()
+    assert render_sse(events) == expected
+    assert b"".join(render_event(event) for event in events) == expected
