@@ -5,7 +5,9 @@
 - the symlink rule (`symlink_escape`, `refuse_symlink_escape`): a file written as inside a project may not lead
   outside it through a symlink; every bounded read keeps it;
 - `atomic_write_text` / `atomic_write_bytes` / `atomic_writer`: a temp file in the same folder, fsync, rename, so
-  a reader sees the old file or the new one, never half of one; the file keeps the mode a plain open() gives.
+  a reader sees the old file or the new one, never half of one; the file keeps the mode a plain open() gives;
+- `project_roots_remembered`: inside it, the project a folder belongs to is looked up once (the pytest plugin
+  opens every test's cassette inside one memo a session), rather than by a walk up to / per cassette.
 
 A foundation: cassettes, goldens, suites, reports, exports and the servers all read and write through it.
 """
@@ -13,9 +15,10 @@ A foundation: cassettes, goldens, suites, reports, exports and the servers all r
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -66,6 +69,37 @@ MAX_READ_BYTES = 64 * 1024 * 1024  # the default limit of a bounded read (a cass
 PROJECT_MARKERS = ("pyproject.toml", ".git")  # what makes a folder a project root
 
 
+# folder -> its project root (or None), per kind of lookup, while a memo is in use (`project_roots_remembered`).
+RootMemo = dict[tuple[str, str], Path | None]
+_root_memo: contextvars.ContextVar[RootMemo | None] = contextvars.ContextVar("project_root_memo", default=None)
+
+
+@contextlib.contextmanager
+def project_roots_remembered(memo: RootMemo) -> Iterator[None]:
+    """Inside, each folder's project root is looked up once per `memo` and remembered there.
+
+    For a caller that opens many files of one tree in one run (the pytest plugin: one memo a session): a walk
+    up to / costs 0.1-0.3 ms per cassette when no folder above holds a marker. The price: a pyproject.toml
+    or .git created in the run, above a folder already asked about, is not seen until the memo is dropped.
+    """
+    token = _root_memo.set(memo)
+    try:
+        yield
+    finally:
+        _root_memo.reset(token)
+
+
+def remembered_root(kind: str, folder: str, find: Callable[[str], Path | None]) -> Path | None:
+    """`find(folder)`, or what it gave for this `kind` and `folder` before, inside `project_roots_remembered`."""
+    memo = _root_memo.get()
+    if memo is None:
+        return find(folder)
+    key = (kind, folder)
+    if key not in memo:
+        memo[key] = find(folder)
+    return memo[key]
+
+
 def symlink_escape(written: Path, root: Path | None = None) -> Path | None:
     """Where `written` really leads, when it is written as inside a project but a symlink takes it outside.
 
@@ -75,14 +109,15 @@ def symlink_escape(written: Path, root: Path | None = None) -> Path | None:
     """
     absolute = Path(os.path.normpath(written.absolute()))
     if root is None:
-        root = _nearest_marked_folder(str(absolute.parent))
+        root = remembered_root("marked", str(absolute.parent), _nearest_marked_folder)
         if root is None:
             return None
     root = Path(os.path.normpath(root.absolute()))
     if not absolute.is_relative_to(root):
         return None
-    resolved = absolute.resolve()
-    return None if resolved.is_relative_to(root.resolve()) else resolved
+    resolved = absolute.resolve()  # never remembered: where the file itself leads is read on every load
+    real_root = remembered_root("resolved", str(root), lambda folder: Path(folder).resolve())
+    return None if real_root is None or resolved.is_relative_to(real_root) else resolved
 
 
 def _nearest_marked_folder(folder: str) -> Path | None:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.files import remembered_root
 
 __all__ = ["CONFIG_TABLE", "ClientFor", "Project", "ProjectScenario", "load_project", "project_root", "run_agent"]
 
@@ -59,12 +60,17 @@ def _marked_root(start: Path) -> Path | None:
 
 
 def project_root(start: str | Path | None = None) -> Path:
-    """The root of the project `start` (default: the working directory) belongs to. See the module doc."""
+    """The root of the project `start` (default: the working directory) belongs to. See the module doc.
+
+    Looked up once per folder inside `harness.files.project_roots_remembered` (the pytest plugin's cassettes)."""
     if start is not None:
-        found = _marked_root(Path(start))
+        found = remembered_root("project", str(Path(start).absolute()), lambda folder: _marked_root(Path(folder)))
         if found is not None:
             return found
-    return _marked_root(Path.cwd()) or Path.cwd().resolve()
+    root = remembered_root("project or cwd", str(Path.cwd()),
+                           lambda folder: _marked_root(Path(folder)) or Path(folder).resolve())
+    assert root is not None  # the working directory's own folder, when no marker is above it
+    return root
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -498,3 +499,42 @@ def test_a_rewrite_that_leaves_some_sharing_tests_out_keeps_their_recordings(pro
     result.assert_outcomes(passed=2)
     assert sorted(_asked(path)) == sorted(EVERY_TEST)
     assert "kept the recordings of the 2 tests that did not run and pass" in result.stdout.str()
+
+
+WALK_COUNTER = """
+import json
+import harness.files
+import harness.project
+
+WALKS = []
+REAL = (harness.project._marked_root, harness.files._nearest_marked_folder)
+
+def _project_walk(start):
+    WALKS.append(["project", str(start)])
+    return REAL[0](start)
+
+def _marked_walk(folder):
+    WALKS.append(["marked", folder])
+    return REAL[1](folder)
+
+harness.project._marked_root, harness.files._nearest_marked_folder = _project_walk, _marked_walk
+
+def pytest_sessionfinish(session):
+    harness.project._marked_root, harness.files._nearest_marked_folder = REAL
+    (session.config.rootpath / "walks.json").write_text(json.dumps(WALKS))
+"""
+
+
+def test_each_cassette_folder_is_walked_up_once_a_session(project: pytest.Pytester) -> None:
+    """Opening each test's cassette asked the project root of its folder, walking up to /: now once a session."""
+    record(project, "hello")
+    project.makeconftest(WALK_COUNTER)
+    project.makepyfile(test_replay=ASK + "".join(f'''
+@pytest.mark.cassette(path="cassettes/test_rec/test_it.yaml")
+def test_replays_{n}(anthropic_client):
+    assert ask(anthropic_client, "hello") == "echo: hello"
+''' for n in range(3)))
+    project.runpytest("test_replay.py").assert_outcomes(passed=3)
+    walks = [tuple(walk) for walk in json.loads((project.path / "walks.json").read_text())]
+    assert ("marked", str(project.path / "cassettes" / "test_rec")) in walks
+    assert len(walks) == len(set(walks)), walks  # three tests opened the cassette; each folder was walked once

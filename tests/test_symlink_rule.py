@@ -10,6 +10,8 @@ from harness.cassette.format import load_cassette
 from harness.cassette.recorder import use_cassette
 from harness.cli import main
 from harness.errors import CassetteError
+from harness.files import project_roots_remembered
+from harness.project import project_root
 from harness.serve import ReplayServer
 
 pytest_plugins = ["pytester"]
@@ -78,3 +80,27 @@ def test_it(anthropic_client):
     assert "leads outside the project through a symlink" in result.stdout.str()
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) == 0 and (outcomes.get("errors", 0) + outcomes.get("failed", 0)) == 1
+
+
+def test_inside_a_memo_each_file_is_still_followed(tmp_path: Path) -> None:
+    root, link = _project_with_a_link(tmp_path)
+    inside = root / "cassettes" / "real.yaml"
+    inside.write_bytes(_bundled().read_bytes())
+    memo: dict = {}
+    with project_roots_remembered(memo):
+        assert load_cassette(inside).interactions
+        # The folder's project is remembered from the first load; where each file leads is read on every load.
+        with pytest.raises(CassetteError, match="leads outside the project"):
+            load_cassette(link)
+    assert memo[("marked", str(root / "cassettes"))] == root
+
+
+def test_a_remembered_project_root_is_looked_up_once(tmp_path: Path) -> None:
+    inner = tmp_path / "a" / "b"
+    inner.mkdir(parents=True)
+    memo: dict = {}
+    with project_roots_remembered(memo):
+        first = project_root(inner)
+        (tmp_path / "a" / "pyproject.toml").write_text("[project]\nname = 'a'\n")
+        assert project_root(inner) == first  # remembered: a marker made since is not seen inside the memo
+    assert project_root(inner) == (tmp_path / "a").resolve()  # outside it, looked up again

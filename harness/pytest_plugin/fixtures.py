@@ -23,7 +23,7 @@ from harness.pytest_plugin.misses import next_step
 from harness.pytest_plugin.network import network_blocked
 from harness.pytest_plugin.options import record_mode
 from harness.pytest_plugin.simulator import simulator_url
-from harness.pytest_plugin.stash import AGENT_SDK_KEY, CASSETTE_KEY, FAILED_KEY
+from harness.pytest_plugin.stash import AGENT_SDK_KEY, CASSETTE_KEY, FAILED_KEY, PROJECT_ROOTS_KEY
 
 if TYPE_CHECKING:
     from harness.agent_sdk import AgentSdkSession
@@ -133,7 +133,12 @@ def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> 
                 # Recording against --simulator (or the `simulator` fixture): a client the agent builds itself goes
                 # there too, with no key (the cassette gives a keyless client a placeholder, sent to loopback only).
                 request.getfixturevalue("monkeypatch").setenv("ANTHROPIC_BASE_URL", url)
-            active = stack.enter_context(_left_as_the_test_ended(context, request.node))
+            from harness.files import project_roots_remembered
+
+            # The project each cassette folder belongs to, looked up once a session rather than per test (a walk up
+            # to / when no folder above holds a marker). A pyproject.toml made during the session is not a case.
+            with project_roots_remembered(request.config.stash.setdefault(PROJECT_ROOTS_KEY, {})):
+                active = stack.enter_context(_left_as_the_test_ended(context, request.node))
         except HarnessError as err:
             problem: HarnessError | None = err
         else:
