@@ -7,6 +7,7 @@ would. Entries load on first use, not at import: an added module imports the lib
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from functools import cache
 from importlib.metadata import entry_points
@@ -21,8 +22,30 @@ SCENARIOS_GROUP = "loop_harness.scenarios"  # each entry: a harness.scenarios.Sc
 
 @cache
 def installed(group: str) -> tuple[tuple[str, Any], ...]:
-    """(entry name, loaded object) of every entry point in `group`, loaded once per process."""
-    return tuple((entry.name, entry.load()) for entry in entry_points(group=group))
+    """(entry name, loaded object) of every entry point in `group`, loaded once per process.
+
+    An entry that cannot be loaded (its package is broken or half installed) is left out and named on stderr,
+    once: one broken package must not break every command, most of which never use it. `broken(group)` says
+    why, for the command that does ask for it by name.
+    """
+    loaded = []
+    for entry in entry_points(group=group):
+        try:
+            loaded.append((entry.name, entry.load()))
+        except Exception as err:  # whatever importing someone else's package raises
+            reason = f"{entry.value} cannot be loaded: {type(err).__name__}: {err}"
+            _BROKEN.setdefault(group, {})[entry.name] = reason
+            print(f"harness: the {group} entry {entry.name!r} is left out: {reason}", file=sys.stderr)
+    return tuple(loaded)
+
+
+_BROKEN: dict[str, dict[str, str]] = {}
+
+
+def broken(group: str) -> dict[str, str]:
+    """Entry name -> why it could not be loaded, for the entries of `group` that `installed` left out."""
+    installed(group)
+    return dict(_BROKEN.get(group, {}))
 
 
 class Registry(MutableMapping[str, V]):

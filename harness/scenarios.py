@@ -23,13 +23,14 @@ flag that selects the set, when that set is not the one chosen.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from harness.errors import HarnessError
-from harness.plugins import SCENARIOS_GROUP, installed
+from harness.plugins import SCENARIOS_GROUP, broken, installed
 from harness.project import ClientFor
 
 __all__ = [
@@ -132,18 +133,30 @@ def client_factory(item: Scenario, *, middleware: Sequence[Any] = (), **client_o
     return client_for
 
 
+def _not_a_set(name: str, loaded: Any) -> str | None:
+    """Why the entry `name` is no usable scenario set, or None when it is one."""
+    if not isinstance(loaded, ScenarioSet):
+        return f"the {SCENARIOS_GROUP} entry {name!r} is a {type(loaded).__name__}, not a ScenarioSet"
+    if loaded.name != name:
+        return f"the {SCENARIOS_GROUP} entry {name!r} holds the scenario set {loaded.name!r}: name the entry as the set"
+    return None
+
+
+_WARNED: set[str] = set()
+
+
 def scenario_sets() -> tuple[ScenarioSet, ...]:
-    """Every scenario set the installed packages registered, in entry point order."""
+    """Every usable scenario set the installed packages registered, in entry point order. An entry that is not
+    one is left out and named on stderr (once): it must not break `harness record` for the project's own
+    scenarios; `scenario_set(name)` refuses it with the same reason."""
     found = []
     for name, loaded in installed(SCENARIOS_GROUP):
-        if not isinstance(loaded, ScenarioSet):
-            raise HarnessError(f"the {SCENARIOS_GROUP} entry {name!r} is a {type(loaded).__name__}, not a ScenarioSet")
-        if loaded.name != name:
-            raise HarnessError(
-                f"the {SCENARIOS_GROUP} entry {name!r} holds the scenario set {loaded.name!r}: "
-                "name the entry as the set"
-            )
-        found.append(loaded)
+        reason = _not_a_set(name, loaded)
+        if reason is None:
+            found.append(loaded)
+        elif name not in _WARNED:
+            _WARNED.add(name)
+            print(f"harness: {reason}; left out", file=sys.stderr)
     return tuple(found)
 
 
@@ -151,14 +164,17 @@ def scenario_set(name: str) -> ScenarioSet:
     """The scenario set an installed package registered as `name`."""
     sets = dict(installed(SCENARIOS_GROUP))
     if name not in sets:
+        why = broken(SCENARIOS_GROUP).get(name)
+        if why is not None:
+            raise HarnessError(f"the scenario set {name!r} ({SCENARIOS_GROUP}): {why}")
         raise HarnessError(
             f"no scenario set {name!r} is installed (entry point group {SCENARIOS_GROUP}; "
             f"installed: {', '.join(sets) or 'none'})"
         )
-    found = sets[name]
-    if not isinstance(found, ScenarioSet):
-        raise HarnessError(f"the {SCENARIOS_GROUP} entry {name!r} is a {type(found).__name__}, not a ScenarioSet")
-    return found
+    reason = _not_a_set(name, sets[name])
+    if reason is not None:
+        raise HarnessError(reason)
+    return sets[name]  # _not_a_set checked it is a ScenarioSet
 
 
 def add_set_selectors(
@@ -173,6 +189,7 @@ def add_set_selectors(
     sets = scenario_sets()
     selectors = parser.add_mutually_exclusive_group()
     declared: dict[str, list[tuple[str, str, Any]]] = {}
+    shared: dict[tuple[str, ...], tuple[str, Mapping[str, Any], tuple[str, str, Any]]] = {}  # flags -> first owner
     for each in sets:
         selectors.add_argument(
             each.flag,
@@ -185,6 +202,16 @@ def add_set_selectors(
             continue
         group = parser.add_argument_group(f"{each.flag} only", f"arguments of {each.called}")
         for argument in each.arguments:
+            earlier = shared.get(argument.flags)
+            if earlier is not None and earlier[1] == argument.options:  # the same argument: the sets share it
+                declared.setdefault(each.name, []).append(earlier[2])
+                continue
+            other = next((owner for flags, (owner, _, _) in shared.items() if set(flags) & set(argument.flags)), None)
+            if other is not None:
+                raise HarnessError(
+                    f"the scenario sets {other!r} and {each.name!r} ({SCENARIOS_GROUP}) both declare "
+                    f"{' '.join(argument.flags)}, differently: uninstall one, or have them declare it alike"
+                )
             try:
                 action = group.add_argument(*argument.flags, **argument.options)
             except (argparse.ArgumentError, TypeError, ValueError) as err:
@@ -192,7 +219,9 @@ def add_set_selectors(
                     f"the scenario set {each.name!r} ({SCENARIOS_GROUP}) declares an argument "
                     f"{' '.join(argument.flags)} the command cannot take: {err}"
                 ) from None
-            declared.setdefault(each.name, []).append((action.option_strings[0], action.dest, action.default))
+            entry = (action.option_strings[0], action.dest, action.default)
+            shared[argument.flags] = (each.name, argument.options, entry)
+            declared.setdefault(each.name, []).append(entry)
     parser.set_defaults(scenario_set=None, _set_arguments=declared)
 
 
@@ -204,3 +233,16 @@ def given_set_arguments(args: argparse.Namespace) -> dict[str, list[str]]:
         if flags:
             given[name] = flags
     return given
+
+
+def refuse_other_sets_arguments(args: argparse.Namespace) -> None:
+    """A set's own arguments work with that set only: refuse, naming the set to add, any given for a set other
+    than the chosen one (`args.scenario_set`, None for the project's scenarios). An argument two sets share
+    belongs to both."""
+    chosen = args.scenario_set
+    own = {flag for flag, _, _ in getattr(args, "_set_arguments", {}).get(chosen, ())} if chosen else set()
+    for name, flags in given_set_arguments(args).items():
+        foreign = [flag for flag in flags if flag not in own]
+        if name != chosen and foreign:
+            other = scenario_set(name)
+            raise HarnessError(f"{', '.join(foreign)} work on {other.called} only: add {other.flag}")

@@ -18,6 +18,7 @@ import pytest
 
 from harness import scenarios
 from harness.cli import main as harness_main
+from harness.errors import HarnessError
 from harness.project import ClientFor, ProjectScenario
 from harness.scenarios import ScenarioSet, SetArgument
 from harness_demo.record import DEMO
@@ -147,3 +148,80 @@ def test_the_library_command_names_no_flag_of_the_demo() -> None:
     code = ast.unparse(tree.body[1:])  # the code, its docstring (which points to the demo's) aside
     for flag in ("--system-prompt-file", "--print-system-prompt", "--seed", "--demo", "system_prompt", "demo"):
         assert flag not in code, flag
+
+
+def test_an_entry_point_that_cannot_be_loaded_is_left_out_and_named(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from importlib.metadata import EntryPoint
+
+    from harness import plugins
+
+    entries = [EntryPoint("broken", "no_such_package_xyz:SET", "loop_harness.test_group"),
+               EntryPoint("fine", "harness_demo.record:DEMO", "loop_harness.test_group")]
+    monkeypatch.setattr(plugins, "entry_points", lambda group: entries if group == "loop_harness.test_group" else [])
+    plugins.installed.cache_clear()
+    try:
+        assert [name for name, _ in plugins.installed("loop_harness.test_group")] == ["fine"]
+        assert "ModuleNotFoundError" in plugins.broken("loop_harness.test_group")["broken"]
+        err = capsys.readouterr().err
+        assert "the loop_harness.test_group entry 'broken' is left out: no_such_package_xyz:SET cannot be loaded" in err
+    finally:
+        plugins.installed.cache_clear()
+
+
+def test_a_broken_or_wrong_set_does_not_stop_the_projects_own_record(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setattr(scenarios, "installed", lambda group: (("demo", DEMO), ("odd", object())))
+    gone = {"gone": "gone_pkg:SET cannot be loaded: ModuleNotFoundError"}
+    monkeypatch.setattr(scenarios, "broken", lambda group: gone)
+    monkeypatch.setattr(scenarios, "_WARNED", set())
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.loop-harness.scenarios]\nweather = "my_agent:weather"\n')
+    assert harness_main(["record", "--list"]) == 0
+    captured = capsys.readouterr()
+    assert "weather" in captured.out
+    assert captured.err.count("the loop_harness.scenarios entry 'odd' is a object, not a ScenarioSet; left out") == 1
+    with pytest.raises(HarnessError, match=r"'gone' .*cannot be loaded"):
+        scenarios.scenario_set("gone")
+    with pytest.raises(HarnessError, match="not a ScenarioSet"):
+        scenarios.scenario_set("odd")
+
+
+def _set_with(name: str, *arguments: SetArgument, seen: list[argparse.Namespace]) -> ScenarioSet:
+    def record(args: argparse.Namespace) -> int:
+        seen.append(args)
+        return 0
+
+    return ScenarioSet(name, (_Bundled("x", f"{name}/x.yaml"),), None, record, arguments=arguments)
+
+
+def test_two_sets_share_an_argument_they_declare_alike_and_a_clash_names_both(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[argparse.Namespace] = []
+    one = _set_with("one", SetArgument.of("--seed", type=int, default=0), seen=seen)
+    two = _set_with("two", SetArgument.of("--seed", type=int, default=0), seen=seen)
+    monkeypatch.setattr(scenarios, "installed", lambda group: (("one", one), ("two", two)))
+    assert harness_main(["record", "--two", "--seed", "4"]) == 0
+    assert [(args.scenario_set, args.seed) for args in seen] == [("two", 4)]
+
+    other = _set_with("other", SetArgument.of("--seed", help="something else"), seen=seen)
+    monkeypatch.setattr(scenarios, "installed", lambda group: (("one", one), ("other", other)))
+    assert harness_main(["record", "--list"]) == 2
+    assert "the scenario sets 'one' and 'other' (loop_harness.scenarios) both declare --seed, differently" in (
+        capsys.readouterr().err
+    )
+
+
+def test_a_chosen_set_refuses_another_sets_arguments(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[argparse.Namespace] = []
+    first = _set_with("first", SetArgument.of("--first-level", type=int, default=1), seen=seen)
+    second = _set_with("second", seen=seen)
+    monkeypatch.setattr(scenarios, "installed", lambda group: (("first", first), ("second", second)))
+    assert harness_main(["record", "--second", "--first-level", "3"]) == 2
+    assert "--first-level work on the first scenario set only: add --first" in capsys.readouterr().err
+    assert seen == []

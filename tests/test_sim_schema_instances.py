@@ -92,3 +92,7 @@ def test_bounds_the_sdk_wrote_into_a_description_are_followed() -> None:
     assert all(50 <= instance_for(own, seed) <= 60 for seed in range(20))
     prose = {"type": "integer", "minimum": 10, "maximum": 20, "description": "a set like {a, b}"}
     assert all(10 <= instance_for(prose, seed) <= 20 for seed in range(20))
+    # A described value may hold braces (a pattern's "{2,}"): the numeric ones beside it still count.
+    worded = anthropic.transform_schema({"type": "string", "minLength": 12, "pattern": "^[a-z]{2,}$"})
+    assert "{2,}" in worded["description"]
+    assert all(len(instance_for(worded, seed)) >= 12 for seed in range(20))

@@ -62,9 +62,10 @@ class Cassette:
 
     Its parts keep their own state, and the library reaches them by name: `storage` (the file: path, mode, what
     was loaded and saved), `matcher` (the index, what was played, what missed) and `capture` (what was recorded,
-    secrets out). What a user reads of a run is here, read-only: `path`, `mode`, `existed`, `recorded`, `saved`,
-    `requests_seen`, `misses`, `divergence`, `drifts`, `unplayed`, `new_interactions`, `rejected`, `served`,
-    `provenance`, `this_run()` and `fork_report()`.
+    secrets out). What a user reads of a run is here: read-only `path`, `mode`, `existed`, `recorded`, `saved`,
+    `requests_seen`, `misses`, `divergence`, `drifts`, `unplayed`, `new_interactions`, `rejected`; `served` (this
+    run's exchanges in order, a list the cassette appends to); `provenance` (the proxy and the judge set it: what
+    answered); `this_run()` and `fork_report()`.
     """
 
     allow_unused: bool = False  # the pytest plugin's marker option: unplayed recordings do not fail the test

@@ -37,7 +37,7 @@ from harness.pacing import Pacer
 from harness.project import load_project
 from harness.recording import RecordJob, client_options, record_scenario, run_jobs
 from harness.report._text import counted
-from harness.scenarios import Scenario, add_set_selectors, given_set_arguments, scenario_set, scenario_sets
+from harness.scenarios import Scenario, add_set_selectors, refuse_other_sets_arguments, scenario_set, scenario_sets
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -78,15 +78,13 @@ def run(args: argparse.Namespace) -> int:
         raise HarnessError("--trials must be 1 or more")
     if args.concurrency < 1:
         raise HarnessError("--concurrency must be 1 or more")
+    refuse_other_sets_arguments(args)
     if args.scenario_set is not None:  # a package's scenario set, registered through an entry point
         return scenario_set(args.scenario_set).record(args)
     return _run_project(args)
 
 
 def _run_project(args: argparse.Namespace) -> int:
-    for name, flags in given_set_arguments(args).items():
-        chosen_set = scenario_set(name)
-        raise HarnessError(f"{', '.join(flags)} work on {chosen_set.called} only: add {chosen_set.flag}")
     project = load_project()
     if not project.scenarios:
         sets = "".join(f"; {each.called} is harness record {each.flag}" for each in scenario_sets())

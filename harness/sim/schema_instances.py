@@ -305,7 +305,7 @@ class _Maker:
 # The SDK's `transform_schema` (what `messages.parse` and `output_format=` send) moves the constraints the API does
 # not take into the description, as "{minimum: 0, maximum: 1}" at its end, "so that the model might follow them".
 # sim-auto follows them, as a model reading the description would; the schema's own keywords win.
-_DESCRIBED = re.compile(r"\{([A-Za-z]+: [^{}]*)\}\s*\Z")
+_DESCRIBED_PART = re.compile(r"(?:^|, )([A-Za-z]+): ")  # "minimum: 0, maximum: 1": where each key starts
 _DESCRIBED_KEYS = frozenset(
     ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength",
      "minItems", "maxItems")
@@ -316,20 +316,27 @@ def _with_described_constraints(schema: dict[str, Any]) -> dict[str, Any]:
     description = schema.get("description")
     if not isinstance(description, str) or not description.endswith("}"):
         return schema
-    match = _DESCRIBED.search(description)
-    if match is None:
+    # The SDK writes "{...}" as the whole description or after "\n\n"; a value may hold braces itself (a
+    # pattern's "{2,}"), so the block is found by where it starts, not by matching braces.
+    block = description.rpartition("\n\n")[2]
+    if not block.startswith("{"):
+        return schema
+    inner = block[1:-1]
+    starts = list(_DESCRIBED_PART.finditer(inner))
+    if not starts or starts[0].start() != 0:
         return schema
     found: dict[str, int | float] = {}
-    for part in match.group(1).split(", "):
-        key, _, text = part.partition(": ")
-        if key not in _DESCRIBED_KEYS or key in schema:
+    for index, key in enumerate(starts):
+        name = key.group(1)
+        text = inner[key.end() : starts[index + 1].start() if index + 1 < len(starts) else len(inner)]
+        if name not in _DESCRIBED_KEYS or name in schema:
             continue
         try:
             number = json.loads(text)
         except ValueError:
             continue
         if isinstance(number, int | float) and not isinstance(number, bool):
-            found[key] = number
+            found[name] = number
     return {**schema, **found} if found else schema
 
 
