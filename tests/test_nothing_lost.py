@@ -40,6 +40,9 @@ from harness.cassette.recorder import use_cassette
 from harness_demo.scenarios import scenario
 
 name, path, mode, base_url, kill_at = sys.argv[1:6]
+# A shell that starts a job in the background without job control (`cmd &` in a script, nohup, some CI
+# runners) hands it SIGINT ignored, and Python then installs no KeyboardInterrupt: Ctrl-C is what is tested.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 if kill_at == "fsync":  # die the moment the new cassette is fully written to its temp file, before the rename
     os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)
 if kill_at == "wait":  # imports done; start recording when told to (a line on stdin)
