@@ -264,23 +264,17 @@ class _AsyncCassetteTransport(httpx2.AsyncBaseTransport):
 
 
 @functools.cache  # one wrapper per real method: every cassette opened installs them again
-def _routed_sync(real: Callable[..., Any]) -> Callable[..., Any]:
+def _routed(
+    real: Callable[..., Any], wrapper: type[_CassetteTransport | _AsyncCassetteTransport]
+) -> Callable[..., Any]:
+    """`real` (a client class's `_transport_for_url`) with the transport it picks wrapped in `wrapper` while a
+    cassette is open in this context."""
+
     @functools.wraps(real)
     def _transport_for_url(client: Any, url: httpx2.URL) -> Any:
         transport = real(client, url)
         cassette = _cassette_for_this_context()
-        return transport if cassette is None else _CassetteTransport(cassette, transport)
-
-    return _transport_for_url
-
-
-@functools.cache  # one wrapper per real method: every cassette opened installs them again
-def _routed_async(real: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(real)
-    def _transport_for_url(client: Any, url: httpx2.URL) -> Any:
-        transport = real(client, url)
-        cassette = _cassette_for_this_context()
-        return transport if cassette is None else _AsyncCassetteTransport(cassette, transport)
+        return transport if cassette is None else wrapper(cassette, transport)
 
     return _transport_for_url
 
@@ -416,13 +410,13 @@ _REAL_TRANSPORT_FOR_URL: dict[type, Callable[..., Any]] = {}
 
 def _install() -> contextlib.ExitStack:
     patches = contextlib.ExitStack()
-    for client_class, routed in ((httpx2.Client, _routed_sync), (httpx2.AsyncClient, _routed_async)):
+    for client_class, wrapper in ((httpx2.Client, _CassetteTransport), (httpx2.AsyncClient, _AsyncCassetteTransport)):
         real = getattr(client_class, "_transport_for_url", None)
         if real is None:  # an httpx2 whose clients choose transports elsewhere: say so rather than miss requests
             raise CassetteError(f"httpx2 {httpx2.__version__} has no {client_class.__name__}._transport_for_url: "
                                 "loop-harness cannot route this httpx2's requests to a cassette")
         _REAL_TRANSPORT_FOR_URL[client_class] = real
-        patches.enter_context(mock.patch.object(client_class, "_transport_for_url", routed(real)))
+        patches.enter_context(mock.patch.object(client_class, "_transport_for_url", _routed(real, wrapper)))
     patches.enter_context(mock.patch.object(BaseClient, "_build_request", _checked_attempt(BaseClient._build_request)))
     patches.enter_context(mock.patch.object(
         BaseClient, "_calculate_retry_timeout", _zero_backoff(BaseClient._calculate_retry_timeout)))
