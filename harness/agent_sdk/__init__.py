@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from harness.cassette.recorder import Cassette, Mode
-from harness.cassette.sequence import ToolResultDrift
+from harness.cassette.tolerant import ToleratedDifference
 from harness.errors import CassetteError, absolute
 from harness.normalize import Normalization
 
@@ -164,7 +164,7 @@ class AgentSdkSession:
 
     # -- after the run ---------------------------------------------------------------------------------
     @property
-    def drifts(self) -> list[ToolResultDrift]:
+    def drifts(self) -> list[ToleratedDifference]:
         return list(self.cassette.drifts) if self.cassette is not None else []
 
     def first_miss(self) -> str | None:
