@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # `import x as x`: an explicit re-export, as checkers read it
     from harness.cassette.recorder import Cassette as Cassette
     from harness.cassette.recorder import CassetteMismatch as CassetteMismatch
     from harness.cassette.recorder import use_cassette as use_cassette
+    from harness.cassette.tolerant import HarnessDriftWarning as HarnessDriftWarning
     from harness.errors import HarnessError as HarnessError
     from harness.loop import LoopConfig as LoopConfig
     from harness.loop import Outcome as Outcome
@@ -61,6 +62,7 @@ _EXPORTS: dict[str, str] = {
     "use_cassette": "harness.cassette.recorder",
     "CassetteMismatch": "harness.cassette.recorder",
     "Cassette": "harness.cassette.recorder",
+    "HarnessDriftWarning": "harness.cassette.tolerant",
     "load_trajectory": "harness.trajectory",
     "Trajectory": "harness.trajectory",
     "Simulator": "harness.sim",

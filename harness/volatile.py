@@ -86,7 +86,8 @@ def compile_alternation(sources: Sequence[tuple[str, str]]) -> re.Pattern[str]:
 
 class Shapes:
     """The volatile shapes of one rule set, compiled once: built-in ones by name, then the user's (placeholder,
-    regex) rules, which are tried first."""
+    regex) rules, which are tried first. A user's regex with a group, (...), has only its group 1 as the value
+    (`"seq": (\\d+)`: the number, not the key before it)."""
 
     def __init__(self, builtin: Iterable[str], user: Sequence[tuple[str, str]] = (), *, times_only: bool = False):
         self._names: dict[str, tuple[str, str]] = {}  # group name -> (shape, placeholder)
@@ -103,6 +104,9 @@ class Shapes:
         self._regex = compile_alternation(sources) if sources else None
         inner = [(group, source) for group, source in sources if group != "base64"]
         self._inner = compile_alternation(inner) if inner and len(inner) != len(sources) else None
+        # The user's regexes with a group: the alternation's number of that group (its own group 1).
+        self._value_group = {group: self._regex.groupindex[group] + 1 for group, source in sources
+                             if group.startswith("u") and self._regex is not None and re.compile(source).groups}
 
     def __bool__(self) -> bool:
         return self._regex is not None
@@ -122,6 +126,10 @@ class Shapes:
             return self._inner.sub(self._placeholder, value) if self._inner is not None else value
         if shape == "port":
             return value.rsplit(":", 1)[0] + ":" + placeholder
+        number = self._value_group.get(group)
+        if number is not None and found.group(number) is not None:
+            start, end = found.span(number)
+            return value[: start - found.start()] + placeholder + value[end - found.start():]
         return placeholder
 
     def find(self, text: str) -> list[Found]:
@@ -139,6 +147,9 @@ class Shapes:
                 continue
             if shape == "port":
                 value = value.rsplit(":", 1)[1]
+            number = self._value_group.get(found.lastgroup or "")
+            if number is not None and found.group(number) is not None:
+                value = found.group(number)
             yield Found(shape, placeholder, value)
 
 

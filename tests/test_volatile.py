@@ -191,3 +191,50 @@ def test_each_volatile_replay_serves_the_next_recording_in_order(tmp_path: Path)
         with pytest.raises(CassetteMismatch, match="every recording was already played"):
             _send(_turns(str(uuid.uuid4()), "a"))
     assert len(cassette.drifts) == 2
+
+
+# -- the way out of a miss ---------------------------------------------------------------------------------
+
+def test_a_tool_output_miss_prints_the_rule_that_makes_it_replay(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    recorded = _record(path, _turns('{"ticket": "TCK-8812", "seq": 41}', "ok"))
+    with pytest.raises(CassetteMismatch) as caught, use_cassette(path, "none"):
+        _send(_turns('{"ticket": "TCK-9013", "seq": 41}', "ok"))
+    message = caught.value.describe("pytest")
+    assert "Only tool output changed" in message and "re-record" in message  # it may also have changed for good
+    rule = re.search(r"\[\[tool\.loop-harness\.matching\.substitutions\]\]\n.*\n.*\n", message)
+    assert rule is not None and "volatile = 'TCK-\\d+'" in rule.group(0) and '"$TICKET"' in rule.group(0)
+    (tmp_path / "pyproject.toml").write_text(re.sub(r"(?m)^    ", "", rule.group(0)))  # pasted as printed
+    with use_cassette(path, "none") as cassette:
+        assert _send(_turns('{"ticket": "TCK-9013", "seq": 41}', "ok")) == recorded
+    assert [(v.shape, v.now) for v in cassette.drifts[0].volatile] == [("$TICKET", "TCK-9013")]
+
+
+def test_a_bare_number_keeps_its_key_in_the_rule(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    _record(path, _turns('{"seq": 41, "city": "Paris"}', "ok"))
+    with pytest.raises(CassetteMismatch) as caught, use_cassette(path, "none"):
+        _send(_turns('{"seq": 42, "city": "Paris"}', "ok"))
+    assert "volatile = '\"seq\": (\\d+)'" in str(caught.value) and '"$SEQ"' in str(caught.value)
+
+
+def test_volatile_values_missed_under_strict_say_re_recording_would_not_help(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    _record(path, _turns(*OLD), match_policy="strict")
+    with pytest.raises(CassetteMismatch) as caught, use_cassette(path, "none"):
+        _send(_turns(*NEW))
+    message = caught.value.describe("pytest")
+    assert "Re-recording would not help" in message and "uuid, timestamp, temp_path, hex" in message
+    assert "--record-mode=rewrite" not in message
+
+
+def test_a_change_a_person_made_still_offers_re_recording_and_no_rule(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    _record(path, _turns(*OLD))
+    with pytest.raises(CassetteMismatch) as caught, use_cassette(path, "none"):
+        _send(_turns(*OLD), system="You file tickets, politely.")
+    message = caught.value.describe("pytest")
+    assert "--record-mode=rewrite" in message and "tool.loop-harness.matching" not in message
+    with pytest.raises(CassetteMismatch) as caught, use_cassette(path, "none"):  # text added: no one value
+        _send(_turns(OLD[0] + " and one more line", OLD[1]))
+    assert "mode='rewrite'" in str(caught.value) and "tool.loop-harness.matching" not in str(caught.value)

@@ -33,6 +33,7 @@ from harness.cassette.modes import Mode
 from harness.cassette.redact import redact_live_request
 from harness.cassette.sequence import SequenceMatcher
 from harness.cassette.tolerant import TolerantMatcher, ToleratedDifference
+from harness.cassette.way_out import tool_output_way_out
 from harness.normalize import CLAUDE_CODE_PRESET, Applied, Normalization, is_claude_code
 from harness.wire.multipart import match_body_of
 
@@ -226,9 +227,13 @@ class Matcher:
         nearest = nearest_recorded(found.method, found.path, found.body, recorded_requests, found.position_in_run)
         differences: list[str] = []
         change = Drift.of(Change("other", "cassette", "has no recorded request to compare with"))
+        way_out = None
         if nearest is not None:
             recorded = recorded_requests[nearest]
             change = classify_request(recorded, found.method, found.path, found.query, found.body, self.ignore_fields)
+            if change.kinds == ["tool_result"]:
+                way_out = tool_output_way_out(stored_request_body(recorded), found.body,
+                                              strict=self.rules.match_policy == "strict")
             if (recorded["method"], recorded["path"]) != (found.method, found.path):
                 differences.append(f"route changed from {recorded['method']} {recorded['path']} "
                                    f"to {found.method} {found.path}")
@@ -236,4 +241,4 @@ class Matcher:
         reason = f"has no recording in this cassette (mode {self.mode!r} may not record)"
         if self.mode == "fork":
             reason = "has no recording in this cassette: the fork records from here"
-        return miss(reason=reason, nearest_position=nearest, differences=differences, change=change)
+        return miss(reason=reason, nearest_position=nearest, differences=differences, change=change, way_out=way_out)

@@ -31,6 +31,11 @@ from harness.volatile import SHAPE_NAMES, Shapes, shapes_for
 MAX_VALUES = 20  # values named per request: enough to review, not a screen of them
 
 
+class HarnessDriftWarning(UserWarning):
+    """A request served its recording although it differs from it in what the matching policy tolerates
+    (volatile values, or tool output under `sequence`): the test passes, and this says what was not compared."""
+
+
 @dataclass(frozen=True)
 class VolatileValue:
     """One value that was not compared: where it is, its shape, and the recorded and the sent value."""
