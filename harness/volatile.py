@@ -30,6 +30,8 @@ _MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|
           r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*"
 _B64 = r"A-Za-z0-9+/_\-"
+# A zone after a time: Z, an offset, or the name strftime's %Z gives (UTC, JST, CEST, -03), which TZ changes.
+_ZONE = r"(?:Z|[+-]\d{2}(?::?\d{2})?|\s(?:UTC|GMT|[A-Z]{1,4}T|[+-]\d{2}(?::?\d{2})?)\b)"
 _TEMP = re.escape(tempfile.gettempdir().rstrip("/\\") or "/tmp")
 
 # name -> (placeholder, regex, a time shape: also read in the system prompt). In this order the alternation
@@ -42,13 +44,13 @@ SHAPES: dict[str, tuple[str, str, bool]] = {
     "port": ("$PORT", r"\b(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\]):\d{2,5}\b", False),
     "uuid": ("$UUID", r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b", False),
     "timestamp": ("$TIMESTAMP",
-                  r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?(?![\d:])"
+                  rf"\b\d{{4}}-\d{{2}}-\d{{2}}[T ]\d{{2}}:\d{{2}}(?::\d{{2}}(?:[.,]\d+)?)?{_ZONE}?(?![\d:])"
                   rf"|\b{_DAY}, \d{{1,2}} {_MONTH} \d{{4}} \d{{2}}:\d{{2}}:\d{{2}}(?: (?:GMT|UTC|[+-]\d{{4}}))?"
                   rf"|\b{_DAY} {_MONTH} [ \d]\d \d{{2}}:\d{{2}}:\d{{2}}(?: [A-Z]{{2,5}})? \d{{4}}\b", True),
     "date": ("$DATE", rf"\b(?:{_DAY},? )?{_MONTH}\.? \d{{1,2}}(?:st|nd|rd|th)?,? \d{{4}}\b"
                       rf"|\b(?:{_DAY},? )?\d{{1,2}} {_MONTH} \d{{4}}\b"
                       r"|\b\d{4}[-/.]\d{2}[-/.]\d{2}\b|\b\d{1,2}/\d{1,2}/\d{4}\b", True),
-    "time": ("$TIME", r"\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b", True),
+    "time": ("$TIME", rf"\b\d{{1,2}}:\d{{2}}:\d{{2}}(?:\.\d+)?{_ZONE}?\b", True),
     # Seconds (2017-2033), milliseconds, or seconds with a fraction (time.time()).
     "epoch": ("$EPOCH", r"\b1[5-9]\d{8}(?:\d{3}\b|\.\d+|\b)", True),
     # A digit in it (a word like "deadbeefcafebabe" stays a word); 16 digits or more is an id too (snowflakes).
