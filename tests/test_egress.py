@@ -9,7 +9,9 @@ answer), never a timeout. Loopback stays open.
 
 from __future__ import annotations
 
+import asyncio
 import http.server
+import multiprocessing
 import os
 import shutil
 import socket
@@ -184,6 +186,28 @@ def test_loopback_stays_open_here_and_in_children(loopback_server: str, tmp_path
             assert done.stdout.strip() == "loopback answered", done.stderr
 
 
+def test_a_fork_child_and_an_asyncio_loop_are_refused_too(capfd: pytest.CaptureFixture[str]) -> None:
+    with egress_guard(HINT):
+        with pytest.raises(EgressBlocked, match=r"blocked a connection to 192\.0\.2\.1:80"):
+            asyncio.run(asyncio.wait_for(asyncio.open_connection(*TARGET), 20))
+        child = multiprocessing.get_context("fork").Process(target=socket.create_connection, args=(TARGET, 20))
+        child.start()
+        child.join(60)
+    err = capfd.readouterr().err
+    assert child.exitcode == 1 and "loop-harness blocked a connection to 192.0.2.1:80" in err, err
+
+
+def test_a_python_childs_own_sitecustomize_still_runs(tmp_path: Path) -> None:
+    (tmp_path / "sitecustomize.py").write_text("import builtins\nbuiltins.THEIRS = 'ran'\n")
+    code = ("import builtins, socket\nprint(builtins.THEIRS)\n"
+            "try:\n    socket.gethostbyname('egress-probe.example')\nexcept OSError as err:\n    print(err)\n")
+    with egress_guard(HINT):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert done.stdout.splitlines() == ["ran", f"loop-harness blocked a DNS lookup of egress-probe.example: {HINT}"], (
+        done.stderr)
+
+
 def test_one_error_names_the_host_and_how_to_record() -> None:
     with egress_guard(HINT), pytest.raises(EgressBlocked) as raised:
         socket.create_connection(TARGET, timeout=20)
@@ -197,7 +221,12 @@ def test_off_again_after_the_block_and_this_process_environment_untouched() -> N
         assert {key: os.environ.get(key) for key in ENV_KEYS} == before  # this process's clients meet the hook
         seen = subprocess.run(["sh", "-c", "echo $HARNESS_EGRESS_GUARD"], capture_output=True, text=True).stdout
         assert seen.strip() == HINT  # a child's environment holds the guard's
-    assert not active()
+        # subprocess's posix_spawn path hands os.environ itself to the child: it is given the guard's too...
+        seen = subprocess.run(["/bin/sh", "-c", "echo $HTTPS_PROXY"], capture_output=True, text=True,
+                              close_fds=False).stdout
+        assert seen.strip() == refuser().url
+    # ...and given back as it was when the guard ends.    assert not active()
+    assert {key: os.environ.get(key) for key in ENV_KEYS} == before
     seen = subprocess.run(["sh", "-c", "echo ${HARNESS_EGRESS_GUARD-unset}"], capture_output=True, text=True).stdout
     assert seen.strip() == "unset"
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:  # no guard: nothing refused (loopback target)

@@ -11,8 +11,8 @@ A child process gets an environment (`child_environment`): proxy variables point
 (harness/egress/refuser.py), NO_PROXY for loopback only, a PYTHONPATH entry whose `sitecustomize` turns this guard
 on for good in a Python child (a multiprocessing `spawn` child too), and NODE_OPTIONS requiring the same guard
 for node (harness/egress/child/). A child started with no `env=` inherits it through the C environment, which the
-guard sets while it is on; an explicit `env=` mapping is given it as the child is started (the audit events of
-subprocess, os.exec and os.posix_spawn carry the mapping before it is read). This process's own `os.environ` is
+guard sets while it is on; an explicit `env=` mapping of subprocess is given it as the child is started (its audit
+event carries the mapping before it is read). This process's own `os.environ` is
 left as it was, so that a client made here meets the hook (one clear error) rather than the refuser.
 
 Stdlib only, and loadable by path: a Python child's sitecustomize loads this file where harness may not be
@@ -126,7 +126,7 @@ def _give_child(index: int) -> Callable[[tuple[Any, ...]], None]:
         env = args[index] if len(args) > index else None
         if env is None:
             _export()  # re-set: the C environment may have been set since, through os.environ
-        elif isinstance(env, MutableMapping):
+        elif isinstance(env, MutableMapping) and env is not os.environ:
             bytes_keys = any(isinstance(key, bytes) for key in env)
             current = (lambda key: _text(env.get(key.encode()))) if bytes_keys else env.get
             for key, value in child_environment(current).items():
@@ -148,10 +148,9 @@ _CHECKS: dict[str, Callable[[tuple[Any, ...]], None]] = {
     "socket.gethostbyname": _check_name("a DNS lookup of"),
     "socket.gethostbyaddr": _check_name("a reverse DNS lookup of"),
     "socket.getnameinfo": _check_name("a reverse DNS lookup of"),
+    # subprocess audits before it reads `env`; os.exec*e and os.posix_spawn read theirs first (docs say so).
     "subprocess.Popen": _give_child(3),
-    "os.posix_spawn": _give_child(2),
-    "os.exec": _give_child(2),
-    "os.spawn": _give_child(3),
+    "os.exec": lambda args: _export() if len(args) < 3 or args[2] is None else None,
     "os.system": _give_child(1),  # no environment of its own: the C one
 }
 
@@ -187,12 +186,19 @@ def child_environment(current: Callable[[str], str | None]) -> dict[str, str]:
 
 
 def _export() -> None:
-    """Set the C environment a child inherits; os.environ, this process's view, is left as it was."""
+    """Set the C environment a child inherits; os.environ, this process's view, is left as it was. subprocess's
+    posix_spawn path would hand the child os.environ itself for "no env=": its own off switch sends it through
+    fork_exec, which inherits the C environment, while the guard is on."""
     for key, value in child_environment(os.environ.get).items():
         os.putenv(key, value)
+    if "subprocess" in sys.modules and getattr(sys.modules["subprocess"], "_USE_POSIX_SPAWN", False):
+        _state["posix_spawn"] = True
+        setattr(sys.modules["subprocess"], "_USE_POSIX_SPAWN", False)  # noqa: B010 (a private knob: no stub)
 
 
 def _unexport() -> None:
+    if _state.pop("posix_spawn", False) and "subprocess" in sys.modules:
+        setattr(sys.modules["subprocess"], "_USE_POSIX_SPAWN", True)  # noqa: B010
     for key in ENV_KEYS:
         if key in os.environ:
             os.putenv(key, os.environ[key])
