@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from harness._version import __version__
-from harness.errors import HarnessError
+from harness.errors import HarnessError, os_error_line
 
 # name -> one-line help; the command `harness NAME` is the module harness/commands/NAME.py
 # (a trailing underscore where NAME is a Python keyword: import_.py)
@@ -103,7 +103,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarnessError as err:
         print(f"harness {args.command}: {err}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except OSError as err:  # the one place a file that cannot be written or read becomes bad input (exit 2)
+        print(f"harness {args.command}: {os_error_line(err)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # what was kept is said where it is known (harness record); here only the code
+        print(f"harness {args.command}: interrupted", file=sys.stderr)
         return 130
 
 
