@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from harness._version import __version__
+from harness.commands import visible_output
 from harness.errors import HarnessError, os_error_line
 
 # name -> one-line help; the command `harness NAME` is the module harness/commands/NAME.py
@@ -81,6 +82,7 @@ def _refuse_unrecognized(parser: argparse.ArgumentParser, extras: Sequence[str])
     parser.error(f"unrecognized arguments: {' '.join(hints)}")
 
 
+@visible_output
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     chosen = _chosen_command(argv)

@@ -23,8 +23,11 @@ from __future__ import annotations
 import functools
 import re
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
+
+from harness.patterns import compile_pattern
 
 _MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
           r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
@@ -81,9 +84,25 @@ class Found:
     value: str
 
 
-def compile_alternation(sources: Sequence[tuple[str, str]]) -> re.Pattern[str]:
-    """One regex trying each (group name, regex) in order: the one place shapes, the user's included, compile."""
-    return re.compile("|".join(f"(?P<{name}>{source})" for name, source in sources))
+class _Alternation(Protocol):
+    def sub(self, replacement: Callable[[Any], str], text: str) -> str: ...
+    def finditer(self, text: str) -> Iterator[Any]: ...
+
+
+def compile_alternation(sources: Sequence[tuple[str, str]], *, users: bool) -> _Alternation:
+    """One regex trying each (group name, regex) in order: the one place shapes compile. With a user's regex in
+    it, through harness.patterns (every search time-bound: a rule comes from a file in a pull request)."""
+    joined = "|".join(f"(?P<{name}>{source})" for name, source in sources)
+    return compile_pattern(joined) if users else re.compile(joined)
+
+
+def _group_numbers(sources: Sequence[tuple[str, str]]) -> dict[str, int]:
+    """Each source's group number in the alternation (a source's own groups come after its name's)."""
+    numbers, number = {}, 1
+    for name, source in sources:
+        numbers[name] = number
+        number += 1 + compile_pattern(source).groups
+    return numbers
 
 
 class Shapes:
@@ -103,12 +122,13 @@ class Shapes:
             if is_time or not times_only:
                 self._names[name] = (name, placeholder)
                 sources.append((name, regex))
-        self._regex = compile_alternation(sources) if sources else None
+        users = bool(user)
+        self._regex = compile_alternation(sources, users=users) if sources else None
         inner = [(group, source) for group, source in sources if group != "base64"]
-        self._inner = compile_alternation(inner) if inner and len(inner) != len(sources) else None
-        # The user's regexes with a group: the alternation's number of that group (its own group 1).
-        self._value_group = {group: self._regex.groupindex[group] + 1 for group, source in sources
-                             if group.startswith("u") and self._regex is not None and re.compile(source).groups}
+        self._inner = compile_alternation(inner, users=users) if inner and len(inner) != len(sources) else None
+        # The user's regexes with a group: the alternation's number of that group (its own group 1), in both.
+        self._value_group = {group: number + 1 for group, number in _group_numbers(sources).items()
+                             if group.startswith("u") and compile_pattern(dict(sources)[group]).groups}
 
     def __bool__(self) -> bool:
         return self._regex is not None
@@ -119,7 +139,7 @@ class Shapes:
             return text
         return self._regex.sub(self._placeholder, text)
 
-    def _placeholder(self, found: re.Match[str]) -> str:
+    def _placeholder(self, found: Any) -> str:
         group = found.lastgroup or ""
         shape, placeholder = self._names[group]
         value = found.group(0)
@@ -138,7 +158,7 @@ class Shapes:
         """The volatile values of a text, in order (the values `mask` replaces)."""
         return list(self._find(text, self._regex))
 
-    def _find(self, text: str, regex: re.Pattern[str] | None) -> Iterator[Found]:
+    def _find(self, text: str, regex: _Alternation | None) -> Iterator[Found]:
         if regex is None:
             return
         for found in regex.finditer(text):

@@ -167,7 +167,7 @@ def run_case(case: Case, *, judge: Judge | None = None) -> dict[str, Any]:
         if check.check in JUDGED_CHECKS:
             result, judged = judge.check(case.golden_label, case.golden.path, check, seen)
         else:
-            result = run_check(check.check, seen, check.params, label=check.id)
+            result = run_check(check.check, seen, check.params, label=check.id, source=case.golden_label)
         entry = {
             "id": check.id,
             "check": check.check,
