@@ -107,6 +107,8 @@ FLAGGED = {
     "access_token.json": json.dumps({"access_token": "plainlettersonly-noshape"}),
     "refresh_token.yaml": "refresh_token: plainlettersonly-noshape\n",
     "client_secret.json": json.dumps({"client_secret": "plainlettersonly-noshape"}),
+    "form-body.yaml": "request:\n  body: access_token=plainlettersonly&token_type=bearer\n",
+    "json-in-text.md": 'The tool returned {"refresh_token": "plainlettersonly"} and stopped.\n',
     "query-key.yaml": "uri: https://generativelanguage.googleapis.com/v1/models?key=plainletters\n",
     "stored-query.yaml": "request:\n  query: key=plainletters&alt=sse\n",
     "har-query.har": json.dumps({"log": {"entries": [{"request": {

@@ -297,7 +297,8 @@ _QUERY_FIELD = re.compile(r"""query["']?\s*[:=]\s*["']?$""")  # a cassette's sto
 
 def named_values(text: str) -> list[tuple[int, int, str]]:
     """(start, end, kind) of every value a credential's name holds in `text`. In a query (`?key=` or `&key=`)
-    any value is one; elsewhere a value that looks like one (`is_credential_value`: a digit, 8 characters)."""
+    any value is one; elsewhere a value that looks like one (`is_credential_value`: a digit, 8 characters), or
+    any value of 8 characters for a field the SDK's types define as a credential (`SECRET_FIELDS`)."""
     found = []
     for match in _NAMED.finditer(text):
         name, quote, separator, value = match.groups()
@@ -307,8 +308,10 @@ def named_values(text: str) -> list[tuple[int, int, str]]:
         form = separator == "=" and not quote  # `key=value` in a form body or a line of text
         if not is_credential_name(name, in_query=form):
             continue
-        if (in_query and not is_placeholder(value)) or is_credential_value(value):
-            found.append((match.start(4), match.end(4), "credential"))
+        sdk_field = SECRET_FIELDS.get(name.lower().replace("-", "_"))  # a credential whatever its shape, as in JSON
+        if (in_query and not is_placeholder(value)) or is_credential_value(value) or (
+                sdk_field and is_secret_value(value)):
+            found.append((match.start(4), match.end(4), sdk_field or "credential"))
     return found
 
 

@@ -41,6 +41,7 @@ from harness.cassette.shared_tls import shared_tls_contexts
 from harness.cassette.storage import Storage, Turn, recording_turn
 from harness.cassette.transport import REPLAYED_HEADER, AmbiguousCassette
 from harness.cassette.verdict import MissWarning, UnplayedInteractions, UnplayedWarning, Verdict
+from harness.egress import egress_guard
 from harness.errors import CassetteError
 from harness.normalize import Normalization
 
@@ -48,6 +49,11 @@ if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 else:  # OpenTelemetry is an optional extra: at run time (typing.get_type_hints) the hint reads as Any
     TracerProvider = Any
+
+# What a request to another host than loopback is told inside a block that may not record (issue 37 item 5).
+_REPLAY_HINT = ("{path} is replayed (mode {mode!r}), so code inside use_cassette may talk to loopback only. To record, "
+                "use use_cassette(..., mode='new_episodes') (or 'rewrite'), or pytest --record-mode=new_episodes.")
+
 
 def _checked(mode: str, path: str | Path) -> Mode:
     if not is_mode(mode):
@@ -351,6 +357,7 @@ class use_cassette:  # a class, so one object is both the context manager and th
             cassette.capture.spans = spans_for(self.tracer_provider)
             routing = contextlib.ExitStack()
             if cassette.write_protected:  # a replay: a client made inside needs no key (CI has none)
+                routing.enter_context(egress_guard(_REPLAY_HINT.format(path=self.path, mode=self.mode)))
                 routing.enter_context(placeholder_credential())
                 routing.enter_context(shared_tls_contexts())  # ...nor a CA bundle load of its own
             elif transport.records_on_loopback():  # recording against harness sim: no key either, for code that

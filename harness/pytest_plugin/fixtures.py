@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from harness.cassette.modes import write_protected
 from harness.pytest_plugin.clients import CLIENT_OPTIONS
 from harness.pytest_plugin.marker import MARKER_OWN, cassette_path_of, keywords_of, marker_keywords, unknown_options
 from harness.pytest_plugin.misses import next_step
@@ -138,8 +139,8 @@ def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> 
                 )
             else:
                 context = use_cassette(cassette_path, mode, on_miss="ignore", on_unplayed="ignore", **options)
-            if mode == "none":
-                stack.enter_context(network_blocked())
+            if write_protected(mode, cassette_path.exists()):  # what may not record may not reach the network
+                stack.enter_context(network_blocked(mode))
             elif (url := simulator_url(request)) is not None:
                 # Recording against --simulator (or the `simulator` fixture): a client the agent builds itself goes
                 # there too, with no key (the cassette gives a keyless client a placeholder, sent to loopback only).
