@@ -40,7 +40,7 @@ from harness.cassette.shared_tls import shared_tls_contexts
 from harness.cassette.storage import Storage, Turn, recording_turn
 from harness.cassette.tolerant import ToleratedDifference
 from harness.cassette.transport import REPLAYED_HEADER, AmbiguousCassette
-from harness.cassette.verdict import UnplayedInteractions, UnplayedWarning, Verdict
+from harness.cassette.verdict import MissWarning, UnplayedInteractions, UnplayedWarning, Verdict
 from harness.egress import egress_guard
 from harness.errors import CassetteError, HarnessError
 from harness.normalize import MatchPolicy, Normalization
@@ -418,6 +418,7 @@ __all__ = [
     "Cassette",
     "CassetteMismatch",
     "Lookup",
+    "MissWarning",
     "Mode",
     "UnplayedInteractions",
     "UnplayedWarning",
