@@ -43,10 +43,11 @@ from filelock import FileLock
 # Examples the simulator cannot serve yet: name -> the feature it lacks. Remove an entry when it passes.
 NEEDS: dict[str, str] = {}
 
-# The simulator model an example records with, where the default (sim-auto) is not how its user would record it:
-# message_threads.py chats twice with thread.send()/stream() before it hands a turn to the tool runner, so its
-# first two turns must answer without tools (`harness sim --default-model sim-auto:chat-first=2`).
-SIMULATOR_MODEL: dict[str, str] = {"message_threads.py": "sim-auto:chat-first=2"}
+# The simulator model an example records with, where the default (sim-auto) is not how its user would record it.
+# None now: message_threads.py chats twice with thread.send()/stream() before it hands a turn to the tool runner, and
+# sim-auto answers those turns in text as a model does (its first turn is "Hi!"; the second asks about shipping
+# before the order number is known), so it no longer needs `sim-auto:chat-first=2`.
+SIMULATOR_MODEL: dict[str, str] = {}
 
 # Examples that are not about the Messages API or its neighbours: name -> why they are left out.
 OUT_OF_SCOPE: dict[str, str] = {
