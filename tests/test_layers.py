@@ -30,7 +30,8 @@ MAX_LINES = 500
 # Bottom first. A floor may import itself and the floors below it, nothing above.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Used by everything: errors as data, JSON helpers, the wire (headers, bodies, SSE, multipart), files
-    # (bounded reads, the symlink rule, atomic writes, safe YAML), the version, the entry-point loader.
+    # (bounded reads, the symlink rule, atomic writes, safe YAML), the version, the entry-point loader, users'
+    # regular expressions run with a time bound, and the egress guard (only loopback while a run may not record).
     (
         "foundations",
         (
@@ -41,6 +42,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "harness.wire",
             "harness.files",
             "harness.safe_yaml",
+            "harness.patterns",
+            "harness.egress",
         ),
     ),
     # What a run is: exchanges, usage, tool calls; what it costs; how fast it may go; message batches.
