@@ -170,11 +170,12 @@ def write_recorded(path: str, note: dict[str, Any], collected: frozenset[str] = 
         interactions = cassette.storage.interactions_to_save(
             [], played_order=[], fingerprint_of=cassette.matcher.fingerprint_of,
             runs=[(run["test"], run["interactions"]) for run in runs])
+        recorded = {id(interaction) for run in runs for interaction in run["interactions"]}
+        fresh = sum(1 for interaction in interactions if id(interaction) in recorded)
         cassette.storage.save(interactions, provenance=provenance, rules=cassette.matcher.rules, played=0,
                               divergence=None)
     finally:
         turn.release()
-    fresh = sum(len(run["interactions"]) for run in runs)
     line = f"{path}: written once for the session, {fresh} recordings from {len(runs)} tests"
     if not everyone and any(run["mode"] == "rewrite" for run in runs):
         left_out = len(set(note["users"]) - set(note["passed"]))
