@@ -143,11 +143,10 @@ class Storage:
             self._owners = None
             merged = kept + every
         else:
-            old = self.on_disk() if self.existed else []
-            meta = (self._on_disk or self.recorded).meta
-            stored = owners.stored_owners(meta, len(old))
-            if self.mode == "rewrite" and self.session is None:
-                old, stored = [], None  # outside pytest, rewrite keeps nothing old
+            # Outside pytest rewrite keeps nothing old, and reads nothing.
+            fresh_start = not self.existed or (self.mode == "rewrite" and self.session is None)
+            old = [] if fresh_start else self.on_disk()
+            stored = owners.stored_owners((self._on_disk or self.recorded).meta, len(old))
             merged, owned = owners.merge(
                 old, stored, runs, session=self.session or owners.Session(renewing=frozenset()),
                 replaces=self.mode == "rewrite", renewed_by=fingerprint_of if self.mode == "all" else None,
