@@ -383,7 +383,9 @@ class use_cassette:  # a class, so one object is both the context manager and th
         self._routing, self.cassette, self._turn = None, None, None
         try:
             routing.close()
-            if exc_type is None or cassette.save_on_error:
+            # save_on_error is for a block that raised an error; an interrupt (Ctrl-C, a stopped pytest session)
+            # never replaces a recording, whatever the options.
+            if exc_type is None or (cassette.save_on_error and issubclass(exc_type, Exception)):
                 cassette.save()
         finally:
             turn.release()

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from harness.pytest_plugin.misses import bad_input_failure, miss_failure, missing_credential
-from harness.pytest_plugin.stash import AGENT_SDK_KEY, CASSETTE_KEY, FAILED_KEY, VERDICTS_KEY
+from harness.pytest_plugin.stash import AGENT_SDK_KEY, CASSETTE_KEY, ENDED_KEY, FAILED_KEY, VERDICTS_KEY
 
 # The plugin's parts, each a module registered with this one: the simulator, the options and markers, the
 # clients a test is handed and the fixtures that open its recording, --drift-report and the fork summary, and
@@ -135,6 +135,8 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    if report.when == "call":
+        item.stash[ENDED_KEY] = True
     if report.when == "call" and report.failed:
         item.stash[FAILED_KEY] = True
     active = item.stash.get(CASSETTE_KEY, None)
