@@ -245,12 +245,11 @@ def test_use_cassette_refuses_the_network_in_the_modes_that_may_not_record(tmp_p
         FakeMessagesAPI().client().messages.create(model="claude-sonnet-5", max_tokens=8,
                                                    messages=[{"role": "user", "content": "hi"}])
     for mode in ("none", "once"):  # may not record now: the file exists
-        with use_cassette(path, mode=mode) as cassette:
+        with use_cassette(path, mode=mode, on_unplayed="ignore"):
             assert active()
             with pytest.raises(EgressBlocked, match=r"blocked a DNS lookup of egress-probe\.example: .*c\.yaml is "
                                                      rf"replayed \(mode '{mode}'\).*mode='new_episodes'"):
                 socket.gethostbyname("egress-probe.example")
-            cassette.allow_unused = True
         assert not active()
 
 
@@ -276,3 +275,31 @@ def test_{name}(capfd):
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) == 0 and outcomes.get("errors", 0) == 0, result.stdout.str()
 
+
+
+def test_a_replayed_agent_sdk_test_is_guarded_too(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    pytest.importorskip("claude_agent_sdk", reason="claude-agent-sdk is not installed")
+    sys.path.insert(0, str(Path(__file__).parent))
+    try:
+        from fake_messages_api import FakeMessagesAPI
+    finally:
+        sys.path.pop(0)
+    with use_cassette(pytester.path / "cassettes" / "session.yaml", mode="once"):
+        FakeMessagesAPI().client().messages.create(model="claude-sonnet-5", max_tokens=8,
+                                                   messages=[{"role": "user", "content": "hi"}])
+    pytester.makepyfile(test_session='''
+import socket, subprocess
+import pytest
+from harness.egress import active
+
+@pytest.mark.cassette("cassettes/session.yaml", allow_unused=True)
+def test_it(agent_sdk):
+    assert active()
+    with pytest.raises(OSError, match="loop-harness blocked a DNS lookup of egress-probe.example"):
+        socket.gethostbyname("egress-probe.example")
+    # The CLI is started with agent_sdk.env over the test's environment: it gets the guard's proxies.
+    seen = subprocess.run(["sh", "-c", "echo $HTTPS_PROXY"], capture_output=True, text=True,
+                          env=dict(agent_sdk.env)).stdout
+    assert seen.startswith("http://127.0.0.1:"), seen
+''')
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)

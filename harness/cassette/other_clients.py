@@ -197,11 +197,34 @@ def _install() -> contextlib.ExitStack:
         session = aiohttp_client.ClientSession
         patches.enter_context(mock.patch.object(session, "_request", _lazy_aiohttp(session._request)))
     if any(name in sys.modules for name in _VCRPY_LIBRARIES):
-        from vcr.patch import CassettePatcherBuilder
-
-        for patcher in CassettePatcherBuilder(ROUTE).build():
+        for patcher in _vcrpy_patchers():
             patches.enter_context(patcher)
     return patches
+
+
+@functools.cache
+def _vcrpy_patchers() -> list[Any]:
+    """vcrpy's patches, built once a process and entered by every cassette: building them (34 patches, classes made
+    for the route) took 1.7 ms, entering and leaving them 0.2 ms, and pytest opens a cassette per test."""
+    from vcr.patch import CassettePatcherBuilder, ConnectionRemover
+
+    return [_EmptiedAfter(patcher) if isinstance(patcher, ConnectionRemover) else patcher
+            for patcher in CassettePatcherBuilder(ROUTE).build()]
+
+
+class _EmptiedAfter:
+    """vcrpy's ConnectionRemover (its stub connections taken out of urllib3's pools at the exit), made to be entered
+    again: it keeps the pools it saw, which would keep them alive and close them again at every later exit."""
+
+    def __init__(self, remover: Any) -> None:
+        self.remover = remover
+
+    def __enter__(self) -> None:
+        self.remover.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self.remover.__exit__(*exc)
+        self.remover._connection_pool_to_connections.clear()
 
 
 _lock = threading.Lock()

@@ -40,7 +40,7 @@ from harness.cassette.sequence import ToolResultDrift
 from harness.cassette.shared_tls import shared_tls_contexts
 from harness.cassette.storage import Storage, Turn, recording_turn
 from harness.cassette.transport import REPLAYED_HEADER, AmbiguousCassette
-from harness.cassette.verdict import UnplayedInteractions, UnplayedWarning, Verdict
+from harness.cassette.verdict import MissWarning, UnplayedInteractions, UnplayedWarning, Verdict
 from harness.egress import egress_guard
 from harness.errors import CassetteError
 from harness.normalize import Normalization
@@ -410,6 +410,7 @@ __all__ = [
     "Cassette",
     "CassetteMismatch",
     "Lookup",
+    "MissWarning",
     "Mode",
     "UnplayedInteractions",
     "UnplayedWarning",

@@ -212,6 +212,8 @@ def agent_sdk(request: pytest.FixtureRequest, harness_config: dict[str, Any]) ->
     with contextlib.ExitStack() as stack:
         failure: HarnessError | None = None
         try:
+            if session.replaying:  # the CLI and anything the test starts reach loopback only, as in a cassette test
+                stack.enter_context(network_blocked(mode))
             stack.enter_context(session)
         except HarnessError as err:
             failure = err
