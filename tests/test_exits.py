@@ -154,6 +154,22 @@ def test_a_regression_beside_a_judgement_to_redo_exits_1(tmp_path: Path, capsys:
     assert "FAIL" in printed and "needs re-judging" in printed
 
 
+def test_a_regression_beside_a_judge_that_cannot_be_asked_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same when the judge could not be asked at all (`--judge record` with no key): still the regression."""
+    project = clone_of_dayflow(tmp_path)
+    edit_rubric(project / GOLDEN, criterion="something new")
+    golden = json.loads((project / GOLDEN).read_text(encoding="utf-8"))
+    next(check for check in golden["checks"] if check["check"] == "budgets")["params"]["max_steps"] = 1
+    (project / GOLDEN).write_text(json.dumps(golden), encoding="utf-8")
+    out = project / "r.json"
+    assert harness_main(["eval", str(project / GOLDEN), "--judge", "record", "--json", str(out)]) == 1
+    (case,) = json.loads(out.read_text(encoding="utf-8"))["cases"]
+    assert case["status"] == "failed" and "ANTHROPIC_API_KEY" in case["error"]["reason"]
+    assert "recording a judgement needs ANTHROPIC_API_KEY" in capsys.readouterr().out
+
+
 def _golden(project: Path, name: str, data: object) -> Path:
     path = project / "golden" / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
