@@ -229,12 +229,22 @@ def test_off_again_after_the_block_and_this_process_environment_untouched() -> N
         seen = subprocess.run(["sh", "-c", "echo $HTTPS_PROXY"], capture_output=True, text=True,
                               env=os.environ).stdout
         assert seen.strip() == refuser().url
-    # ...and given back as it was when the guard ends.    assert not active()
+    # ...and given back as it was when the guard ends.
+    assert not active()
     assert {key: os.environ.get(key) for key in ENV_KEYS} == before
     seen = subprocess.run(["sh", "-c", "echo ${HARNESS_EGRESS_GUARD-unset}"], capture_output=True, text=True).stdout
     assert seen.strip() == "unset"
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:  # no guard: nothing refused (loopback target)
         udp.sendto(b"x", ("127.0.0.1", 9))
+
+
+def test_npm_in_a_guarded_child_uses_its_cache_before_the_registry() -> None:
+    # An agent that starts an MCP server with `npx -y PACKAGE` replays once its recording cached the package:
+    # npx asks the registry whether a cached package is stale unless told to prefer the cache, and the guard
+    # would refuse that question (the SDK's mcp_tool_runner example, tests/test_sdk_examples.py, shows it whole).
+    with egress_guard(HINT):
+        seen = subprocess.run(["sh", "-c", "echo $npm_config_prefer_offline"], capture_output=True, text=True).stdout
+    assert seen.strip() == "true"
 
 
 def test_use_cassette_refuses_the_network_in_the_modes_that_may_not_record(tmp_path: Path) -> None:

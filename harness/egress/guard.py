@@ -37,7 +37,11 @@ CHILD_DIR = os.path.join(_HERE, "child")  # holds sitecustomize.py and nothing e
 NODE_GUARD = os.path.join(CHILD_DIR, "egress-guard.js")
 _PROXY_KEYS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 _NO_PROXY = "localhost,127.0.0.1,::1,[::1]"
-ENV_KEYS = (*_PROXY_KEYS, "NO_PROXY", "no_proxy", "PYTHONPATH", "NODE_OPTIONS", ENV_FLAG)
+# npm and npx in a guarded child use what their cache holds rather than ask the registry whether it is stale: an
+# agent that starts an MCP server with `npx -y PACKAGE` replays once the recording run has cached it, and only a
+# package the cache lacks is asked for (and refused, naming the registry).
+_NPM_OFFLINE = {"npm_config_prefer_offline": "true", "npm_config_update_notifier": "false", "npm_config_audit": "false"}
+ENV_KEYS = (*_PROXY_KEYS, "NO_PROXY", "no_proxy", "PYTHONPATH", "NODE_OPTIONS", *_NPM_OFFLINE, ENV_FLAG)
 
 
 class EgressBlocked(OSError):
@@ -182,6 +186,7 @@ def child_environment(current: Callable[[str], str | None]) -> dict[str, str]:
     if _state["proxy"]:
         values.update(dict.fromkeys(_PROXY_KEYS, _state["proxy"]))
     values["NO_PROXY"] = values["no_proxy"] = _NO_PROXY
+    values.update(_NPM_OFFLINE)
     paths = [entry for entry in (current("PYTHONPATH") or "").split(os.pathsep) if entry]
     values["PYTHONPATH"] = os.pathsep.join([CHILD_DIR, *(entry for entry in paths if entry != CHILD_DIR)])
     node_options = current("NODE_OPTIONS") or ""
