@@ -90,7 +90,7 @@ class AgentSdkSession:
             if upstream == SIMULATOR:
                 from harness.sim import Simulator
 
-                simulator = Simulator(policy=self.sim_policy).start()
+                simulator = Simulator(policy=self.sim_policy, model=self.sim_model).start()
                 self._servers.append(simulator)
                 upstream = simulator.base_url
             self._servers.append(RecordingProxy(upstream, self.path, mode=self.mode, normalize=self.normalize).start())
