@@ -441,6 +441,10 @@ def preset(name: str) -> Normalization:
         Substitution("$PLATFORM", pattern=r"\bPlatform: (\S+)", name="platform"),
         Substitution("$SHELL", pattern=r"\bShell: (\S+)", name="shell"),
         Substitution("$IS_GIT", pattern=r"Is a git repository: (\S+)", name="git repository"),
+        # The snapshot of the checkout the CLI attaches in a git repository (branch, status, recent commits): it
+        # changes with every commit, the one that adds the cassette too, and a CI checkout has another branch.
+        Substitution("$GIT_STATUS", name="git status", pattern=r"(Current branch: [^\n]*\n[\s\S]*?\nRecent commits:\n"
+                     r"[0-9a-f]{6,40} [^\n]*(?:\n[0-9a-f]{6,40} [^\n]*)*)"),
     )
     return Normalization(mask=("metadata.user_id",), substitutions=rules, presets=(name,))
 

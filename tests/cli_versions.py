@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +50,21 @@ def installed_clis() -> list[tuple[str, Path | None]]:
     return sorted(found.items())
 
 
-def machine(root: Path) -> tuple[Path, Path]:
-    """A working folder holding notes.txt, and a HOME the CLI has never seen."""
+def machine(root: Path, commits: Sequence[str] = ()) -> tuple[Path, Path]:
+    """A working folder holding notes.txt (a git repository with these commits on a branch named after the
+    last, when given), and a HOME the CLI has never seen."""
     work, home = root / "work_dir", root / "home"
     work.mkdir(parents=True)
     home.mkdir()
     (work / "notes.txt").write_text(NOTES)
+    if commits:
+        git = ["git", "-c", "user.name=Ann", "-c", "user.email=ann@example.com", "-C", str(work)]
+        subprocess.run([*git, "init", "-q", "-b", commits[-1].replace(" ", "-")], check=True)
+        for number, message in enumerate(commits):
+            (work / "CHANGES.md").write_text("".join(f"- {line}\n" for line in commits[: number + 1]))
+            subprocess.run([*git, "add", "."], check=True)
+            subprocess.run([*git, "commit", "-q", "-m", message], check=True)
+        (work / "draft.md").write_text("not committed\n")
     return work, home
 
 

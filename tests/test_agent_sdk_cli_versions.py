@@ -13,12 +13,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.agent_sdk import AgentSdkSession
+from harness.cassette.format import load_cassette
 from tests import cli_versions
 from tests.cli_versions import PROMPT, TOOLS, installed_clis, machine, session_model
 
@@ -39,8 +41,9 @@ def _cli(version: str, found: Path | None) -> Path:
 CLIS = pytest.mark.parametrize(("version", "found"), installed_clis(), ids=[v for v, _ in installed_clis()])
 
 
-def _claude_p(cli: Path, session: AgentSdkSession, root: Path, tz: str, prompt: str = PROMPT) -> str:
-    work, home = machine(root)
+def _claude_p(cli: Path, session: AgentSdkSession, root: Path, tz: str, prompt: str = PROMPT,
+              commits: Sequence[str] = ("start",)) -> str:
+    work, home = machine(root, commits)
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "TZ": tz, **session.env}
     done = subprocess.run([str(cli), "-p", prompt, "--model", "claude-sonnet-5", "--allowedTools", ",".join(TOOLS)],
                           cwd=work, env=env, capture_output=True, text=True, timeout=300)
@@ -58,9 +61,12 @@ def test_a_cli_session_replays_on_another_fresh_machine(tmp_path: Path, version:
     text = path.read_text()
     assert "$CLAUDE_CONFIG_DIR/projects/$PROJECT_SLUG/$SESSION_ID/" in text  # the CLI's saved tool output
     assert str(tmp_path) not in text
+    bodies = json.dumps([interaction["request"]["body"] for interaction in load_cassette(path).interactions])
+    assert "Current branch:" not in bodies and "\\n\\n$GIT_STATUS\\n" in bodies  # the checkout's snapshot
 
     with AgentSdkSession(path, "none") as session:
-        replayed = _claude_p(cli, session, tmp_path / "machine_b_in_a_longer_folder", LATE_TZ)
+        replayed = _claude_p(cli, session, tmp_path / "machine_b_in_a_longer_folder", LATE_TZ,
+                             commits=("start", "add the cassette"))  # another branch, status and history
     assert session.problems() == []  # no miss, and every recorded request played
     assert replayed == recorded
 
@@ -155,3 +161,27 @@ def test_the_session_folder_and_the_file_the_cli_saved_there_are_the_sessions_ow
     assert normalized[0] == normalized[1]
     shown = normalized[0]["messages"][1]["content"][0]["content"]
     assert "saved to: $CLAUDE_CONFIG_DIR/projects/$PROJECT_SLUG/$SESSION_ID/$SESSION_FILE\n" in shown, shown
+
+
+def _git_context(branch: str, status: str, commits: str) -> dict[str, Any]:
+    # The context the CLI of 0.2.184 attaches in a git repository, as it sent it.
+    return {"messages": [{"role": "user", "content": [{"type": "text", "text": (
+        "<system-reminder>\nAs you answer the user's questions, you can use the following context:\n# gitStatus\n"
+        "This is the git status at the start of the conversation. Note that this status is a snapshot in time, "
+        f"and will not update during the conversation.\n\nCurrent branch: {branch}\n\nMain branch (you will "
+        f"usually use this for PRs): main\n\nStatus:\n{status}\n\nRecent commits:\n{commits}\n\nClaude Code "
+        "attached this context automatically; it isn't part of the user's message.\n</system-reminder>")},
+        {"type": "text", "text": "Notes?"}]}]}
+
+
+def test_the_git_snapshot_the_cli_attaches_is_the_checkouts_own() -> None:
+    from harness.normalize import preset
+
+    rules = preset("claude-code")
+    recorded = _git_context("main", "?? draft.md", "8a96b39 start")
+    in_ci = _git_context("HEAD", "(clean)", "51c0e2a add the cassette\n8a96b39 start")
+    normalized = [rules.for_request(body).request(body) for body in (recorded, in_ci)]
+    assert normalized[0] == normalized[1]
+    assert "snapshot in time, and will not update during the conversation.\n\n$GIT_STATUS\n\nClaude Code" in \
+        normalized[0]["messages"][0]["content"][0]["text"]
+    assert normalized[0]["messages"][0]["content"][1]["text"] == "Notes?"
