@@ -50,12 +50,18 @@ def installed_clis() -> list[tuple[str, Path | None]]:
     return sorted(found.items())
 
 
-def machine(root: Path, commits: Sequence[str] = ()) -> tuple[Path, Path]:
+def machine(root: Path, commits: Sequence[str] = (), *, lived_in: bool = False) -> tuple[Path, Path]:
     """A working folder holding notes.txt (a git repository with these commits on a branch named after the
-    last, when given), and a HOME the CLI has never seen."""
+    last, when given), and a HOME the CLI has never seen, or (lived_in) one of a user who has set the CLI up:
+    instructions of their own and an agent of their own in ~/.claude, which the CLI states in its requests."""
     work, home = root / "work_dir", root / "home"
     work.mkdir(parents=True)
     home.mkdir()
+    if lived_in:
+        (home / ".claude" / "agents").mkdir(parents=True)
+        (home / ".claude" / "CLAUDE.md").write_text("Always answer in French.\n")
+        (home / ".claude" / "agents" / "reviewer.md").write_text(
+            "---\nname: reviewer\ndescription: Reviews code for the user\n---\nYou review code.\n")
     (work / "notes.txt").write_text(NOTES)
     if commits:
         git = ["git", "-c", "user.name=Ann", "-c", "user.email=ann@example.com", "-C", str(work)]

@@ -1,7 +1,8 @@
-"""The Claude Code CLI of each claude-agent-sdk release installed here: recorded on one fresh machine, replayed on
-another, through the replay server (the class behind `harness serve`) and through the pytest fixture.
+"""The Claude Code CLI of each claude-agent-sdk release installed here: recorded on one machine, replayed on
+another, fresh one, through the replay server (the class behind `harness serve`) and through the pytest fixture.
 
-Each side gets a HOME the CLI has never seen, another working folder (of another length) and a time zone 26 hours
+The recording side is a user's machine (instructions and an agent of their own in ~/.claude); the replaying side
+gets a HOME the CLI has never seen, another working folder (of another length) and a time zone 26 hours
 away, so another date. The session (tests/cli_versions.py) runs four tools at once, so their results come back
 in any order, and one of them prints more than the CLI sends inline, so the CLI sends the path it saved it to:
 under its config folder, the project's folder, a folder named by the session id and a name drawn per call.
@@ -42,8 +43,8 @@ CLIS = pytest.mark.parametrize(("version", "found"), installed_clis(), ids=[v fo
 
 
 def _claude_p(cli: Path, session: AgentSdkSession, root: Path, tz: str, prompt: str = PROMPT,
-              commits: Sequence[str] = ("start",)) -> str:
-    work, home = machine(root, commits)
+              commits: Sequence[str] = ("start",), lived_in: bool = False) -> str:
+    work, home = machine(root, commits, lived_in=lived_in)
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "TZ": tz, **session.env}
     done = subprocess.run([str(cli), "-p", prompt, "--model", "claude-sonnet-5", "--allowedTools", ",".join(TOOLS)],
                           cwd=work, env=env, capture_output=True, text=True, timeout=300)
@@ -55,7 +56,7 @@ def test_a_cli_session_replays_on_another_fresh_machine(tmp_path: Path, version:
     cli = _cli(version, found)
     path = tmp_path / "session.yaml"
     with AgentSdkSession(path, "once", upstream="simulator", sim_model=session_model) as session:
-        recorded = _claude_p(cli, session, tmp_path / "a", EARLY_TZ)
+        recorded = _claude_p(cli, session, tmp_path / "a", EARLY_TZ, lived_in=True)  # the user's own machine
     assert session.problems() == []
     assert recorded.startswith("The notes say: ") and "4217" in recorded, recorded
     text = path.read_text()
@@ -92,7 +93,7 @@ from cli_versions import PROMPT, TOOLS, machine, session_model
 
 @pytest.mark.cassette("cassettes/notes.yaml", upstream="simulator", sim_model=session_model)
 def test_notes(agent_sdk, tmp_path):
-    work, home = machine(tmp_path / os.environ["APP_ROOT"])
+    work, home = machine(tmp_path / os.environ["APP_ROOT"], lived_in=os.environ["APP_ROOT"] == "a")
     options = ClaudeAgentOptions(cwd=str(work), model="claude-sonnet-5", allowed_tools=TOOLS, max_turns=4,
                                  cli_path=os.environ["APP_CLI"],
                                  env={**agent_sdk.env, "HOME": str(home), "TZ": os.environ["APP_TZ"]})
@@ -185,3 +186,13 @@ def test_the_git_snapshot_the_cli_attaches_is_the_checkouts_own() -> None:
     assert "snapshot in time, and will not update during the conversation.\n\n$GIT_STATUS\n\nClaude Code" in \
         normalized[0]["messages"][0]["content"][0]["text"]
     assert normalized[0]["messages"][0]["content"][1]["text"] == "Notes?"
+
+
+def test_the_cli_gets_a_fresh_config_folder_of_the_sessions_own(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    with AgentSdkSession(path, "once", upstream="simulator") as session:
+        folder = Path(session.env["CLAUDE_CONFIG_DIR"])
+        assert folder.is_dir() and not any(folder.iterdir())
+    assert not folder.exists()  # removed with the session
+    with AgentSdkSession(path, "once", upstream="simulator", fresh_config=False) as session:
+        assert "CLAUDE_CONFIG_DIR" not in session.env  # the user's own ~/.claude
