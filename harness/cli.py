@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from harness._version import __version__
-from harness.errors import HarnessError
+from harness.commands import visible_output
+from harness.errors import HarnessError, os_error_line
 
 # name -> one-line help; the command `harness NAME` is the module harness/commands/NAME.py
 # (a trailing underscore where NAME is a Python keyword: import_.py)
@@ -81,6 +82,7 @@ def _refuse_unrecognized(parser: argparse.ArgumentParser, extras: Sequence[str])
     parser.error(f"unrecognized arguments: {' '.join(hints)}")
 
 
+@visible_output
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     chosen = _chosen_command(argv)
@@ -103,7 +105,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarnessError as err:
         print(f"harness {args.command}: {err}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except OSError as err:  # the one place a file that cannot be written or read becomes bad input (exit 2)
+        print(f"harness {args.command}: {os_error_line(err)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # what was kept is said where it is known (harness record); here only the code
+        print(f"harness {args.command}: interrupted", file=sys.stderr)
         return 130
 
 

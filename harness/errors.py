@@ -40,3 +40,11 @@ class GoldenError(HarnessError):
 def absolute(path: str | Path) -> str:
     """The path a not-found error prints: absolute, so the reader sees where it was looked for."""
     return os.path.abspath(path)
+
+
+def os_error_line(err: OSError) -> str:
+    """An OSError as the one line the CLI prints (exit 2): the file and the system's reason, never a traceback.
+    A disk that is full or read-only, a folder that cannot be made, a path too long: the user's to fix."""
+    reason = err.strerror or str(err) or type(err).__name__
+    files = [str(name) for name in (err.filename, err.filename2) if name is not None]
+    return f"{' -> '.join(files)}: {reason}" if files else reason

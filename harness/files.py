@@ -180,7 +180,10 @@ def atomic_writer(path: str | Path, *, durable: bool = True) -> Iterator[BinaryI
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = _existing_mode(path)
-    fd, tmp_name = _temp_beside(path)
+    try:
+        fd, tmp_name = _temp_beside(path)
+    except OSError as err:  # a read-only or full disk: named by the file meant, not by its temp
+        raise OSError(err.errno, err.strerror or str(err), str(path)) from err
     try:
         if mode is not None:
             os.fchmod(fd, mode)
@@ -190,9 +193,11 @@ def atomic_writer(path: str | Path, *, durable: bool = True) -> Iterator[BinaryI
             if durable:
                 os.fsync(handle.fileno())
         os.replace(tmp_name, path)
-    except BaseException:
+    except BaseException as err:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
+        if isinstance(err, OSError) and err.filename in (None, tmp_name):  # name the file meant, not its temp
+            raise OSError(err.errno, err.strerror or str(err), str(path)) from err
         raise
     if not durable:
         return

@@ -39,6 +39,7 @@ from typing import Any, Literal
 
 from harness.errors import HarnessError
 from harness.jsondata import parse_path
+from harness.patterns import BadPattern, Pattern, compile_pattern
 
 MatchPolicy = Literal["strict", "sequence"]
 MATCH_POLICIES: tuple[str, ...] = ("strict", "sequence")
@@ -73,8 +74,8 @@ class Substitution:
         for regex in (self.capture, self.pattern):
             if regex is not None:
                 try:
-                    compiled = re.compile(regex)
-                except re.error as err:
+                    compiled = compile_pattern(regex)
+                except BadPattern as err:
                     raise RuleError(f"{where}: regex {regex!r} does not compile: {err}") from None
                 if regex is self.capture and compiled.groups < 1:
                     raise RuleError(f"{where}: capture {regex!r} needs a group, (...), around the value")
@@ -207,12 +208,12 @@ class Normalization:
             if rule.fact is not None:
                 value = self.machine.value(rule.fact)
             elif rule.capture is not None:
-                value = _first_capture(re.compile(rule.capture), strings)
+                value = _first_capture(compile_pattern(rule.capture), strings)
             else:
                 continue
             if value and _worth_replacing(value):
                 found[rule.placeholder] = value
-        patterns = [(re.compile(rule.pattern), rule.placeholder) for rule in self.substitutions if rule.pattern]
+        patterns = [(compile_pattern(rule.pattern), rule.placeholder) for rule in self.substitutions if rule.pattern]
         return Applied(found, patterns, tuple(parse_path(path) for path in self.mask))
 
 
@@ -225,7 +226,7 @@ def _worth_replacing(value: str) -> bool:
     return len(value.strip().strip("/")) >= 2 and value != MASKED and not value.startswith("$")
 
 
-def _first_capture(regex: re.Pattern[str], strings: Sequence[str]) -> str | None:
+def _first_capture(regex: Pattern, strings: Sequence[str]) -> str | None:
     for text in strings:
         found = regex.search(text)
         if found and found.group(1):
@@ -268,7 +269,7 @@ class Applied:
     """The rules for one request: values found (placeholder -> value), patterns, and masked paths."""
 
     values: dict[str, str]
-    patterns: list[tuple[re.Pattern[str], str]]
+    patterns: list[tuple[Pattern, str]]
     mask: tuple[tuple[str, ...], ...]
 
     def __post_init__(self) -> None:

@@ -324,6 +324,7 @@ TOY_RUNS = {  # the scripts no other test runs, each with the smallest arguments
     "uploads": ["--sizes", "0.01", "--repeat", "1"],
     "proxy": ["--sizes", "2"],
     "http_core": ["--requests", "3"],
+    "http_memory": ["--chunked-mb", "1", "--clients", "2", "--body-mb", "1"],
     "startup": ["--repeats", "1"],
     "fuzz": ["--cases", "20", "--no-real"],
     "agent_sdk_requests": [],

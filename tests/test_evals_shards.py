@@ -73,10 +73,11 @@ def test_three_shards_merged_are_the_document_of_one_run(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     shards = run_shards(project, 3, monkeypatch)
-    assert harness_main(["eval", "--json", str(project / "one.json")]) == 2
+    # A check failed (beside a case that could not run): exit 1, the one code for a failed check (issue 38).
+    assert harness_main(["eval", "--json", str(project / "one.json")]) == 1
     merged = project / "merged.json"
-    # Any order on the command line; exit 2 as the one run's, since a case could not run.
-    assert harness_main(["merge", *map(str, reversed(shards)), "--json", str(merged)]) == 2
+    # Any order on the command line; exit 1 as the one run's.
+    assert harness_main(["merge", *map(str, reversed(shards)), "--json", str(merged)]) == 1
     one, joined = read(project / "one.json"), read(merged)
     assert "shard" not in joined
     assert without_per_run_fields(joined) == without_per_run_fields(one)
@@ -151,7 +152,7 @@ def test_merge_refuses_shards_of_another_run_and_results_that_are_no_shard(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     first, _, third = run_shards(project, 3, monkeypatch)
-    assert harness_main(["eval", "--json", str(project / "one.json")]) == 2
+    assert harness_main(["eval", "--json", str(project / "one.json")]) == 1
     capsys.readouterr()
     assert harness_main(["merge", str(project / "one.json")]) == 2
     assert "one.json: not a shard's results: write them with `harness eval --shard K/N --json F`" in (
@@ -201,7 +202,7 @@ def test_merge_writes_every_view_of_the_merged_document(
     views = {flag: project / f"merged.{ext}" for flag, ext in (("markdown", "md"), ("junit", "xml"), ("html", "html"))}
     args = [arg for flag, path in views.items() for arg in (f"--{flag}", str(path))]
     merged = project / "merged.json"
-    assert harness_main(["merge", *map(str, shards), "--json", str(merged), *args]) == 2
+    assert harness_main(["merge", *map(str, shards), "--json", str(merged), *args]) == 1
     out = capsys.readouterr().out
     assert "merged 2 shards" in out and "14 cases: " in out
     document = read(merged)
@@ -215,7 +216,7 @@ def test_the_streamed_document_equals_the_one_built_in_memory(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(project)
-    assert harness_main(["eval", "--json", "streamed.json"]) == 2
+    assert harness_main(["eval", "--json", "streamed.json"]) == 1
     out = capsys.readouterr().out
     assert "━" not in out  # 14 cases but no terminal: no progress bar in a log
     in_memory = run_suites(discover_suites([project / "evals"]))

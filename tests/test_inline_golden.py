@@ -27,7 +27,8 @@ def file_error(tmp_path: Path, checks: list[dict[str, Any]], capsys: pytest.Capt
     golden.write_text(json.dumps({"name": "g", "cassettes": [str(CASSETTE)], "checks": checks}), encoding="utf-8")
     capsys.readouterr()
     assert harness_main(["eval", str(golden)]) == 2
-    return capsys.readouterr().err
+    printed = capsys.readouterr()  # the case errors, naming the file and the place (its line in the run's output)
+    return printed.out + printed.err
 
 
 def inline_error(expected: Any) -> GoldenError:

@@ -30,7 +30,8 @@ MAX_LINES = 500
 # Bottom first. A floor may import itself and the floors below it, nothing above.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Used by everything: errors as data, JSON helpers, the wire (headers, bodies, SSE, multipart), files
-    # (bounded reads, the symlink rule, atomic writes, safe YAML), the version, the entry-point loader.
+    # (bounded reads, the symlink rule, atomic writes, safe YAML), the version, the entry-point loader, users'
+    # regular expressions run with a time bound.
     (
         "foundations",
         (
@@ -41,6 +42,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "harness.wire",
             "harness.files",
             "harness.safe_yaml",
+            "harness.patterns",
         ),
     ),
     # What a run is: exchanges, usage, tool calls; what it costs; how fast it may go; message batches.

@@ -6,8 +6,9 @@ Two ways a value is a credential, wherever it sits:
   private keys, Stripe, ...), and the ones it does not (GCP `ya29.` tokens, `AIza` keys, `GOCSPX-` client
   secrets, Google refresh tokens, AWS secret keys and session tokens by their field name, OpenAI project keys,
   GitHub fine-grained tokens, whole PEM blocks); a cheap pre-check on anchors runs before any shape does;
-- its field's name: the fields the SDK's types define as credentials (`SECRET_FIELDS`), and the JSON fields a
-  token endpoint or a cloud metadata document fills with one (`CREDENTIAL_FIELDS`).
+- its name: the fields the SDK's types define as credentials (`SECRET_FIELDS`), whatever their value; and any
+  query parameter, JSON field or `name=value` whose name says so (harness.cassette.credential_names, one list
+  for every reader and writer) holding a value that looks like one (`field_secret_kind`, `named_values`).
 
 `find_secrets` is what the redactor (harness.cassette.redact) removes and what `harness scan` flags: one set
 of shapes for both. A streamed block's text is searched joined across its start and deltas (`stream_blocks`).
@@ -20,6 +21,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from harness.cassette.credential_names import is_credential_name, is_credential_value
 
 MIN_SECRET_LENGTH = 8  # a shorter "credential" (a replay's dummy key "x") would rewrite ordinary text
 LEGACY_PLACEHOLDERS = ("[REDACTED]", "[REDACTED-ORG]")  # written by earlier versions; still not a secret
@@ -70,14 +73,6 @@ OWN_SHAPES: tuple[Shape, ...] = (
         re.compile(
             rf"(?i)(?:aws_?session_?token|session_?token|security_?token|\"token\"){_FIELD_SEP}"
             r"([A-Za-z0-9/+=]{100,})"
-        ),
-        1,
-    ),
-    Shape(
-        "credential",
-        re.compile(
-            rf"(?i)\b(?:api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret|refresh[_-]?token|secret[_-]?key|"
-            rf"password|passwd){_FIELD_SEP}(?=[^\s\"'&,;<]*\d)([A-Za-z0-9._~+/\-%]{{16,}})"
         ),
         1,
     ),
@@ -210,7 +205,7 @@ _ANCHORS = (
 # Case-insensitive words that start a shape wherever they are ...
 _WORDS = ("bearer", "sessionkey=", "aws")
 # ... and field names that do only when a value follows (`"token": `, `password=`; not `max_tokens`).
-_FIELD_WORDS = ("token", "secret", "key", "password", "passwd", "secret_value")
+_FIELD_WORDS = ("token", "secret", "key", "password", "passwd", "pwd", "passphrase", "credential", "sig", "auth")
 _BASIC_AUTH_HINT = re.compile(r"://[^\s/@\"']+@")
 _UUID_RE = re.compile(_UUID)
 _BYTE_ANCHORS = tuple(anchor.encode() for anchor in _ANCHORS)
@@ -271,6 +266,7 @@ def find_secrets(text: str, known: Mapping[str, str] | None = None) -> list[tupl
                 start, end = match.span(shape.group)
                 if end - start >= MIN_SECRET_LENGTH:
                     spans.append((start, end, shape.kind))
+        spans.extend(named_values(text))
     if not spans:
         return []
     spans.sort(key=lambda span: (span[0], span[0] - span[1]))
@@ -285,6 +281,35 @@ def find_secrets(text: str, known: Mapping[str, str] | None = None) -> list[tupl
             kept[-1] = (kind0, start0, end)
             reach = end
     return kept
+
+
+# `name: value`, `"name": "value"`, `name=value`, `<name>value` where the name ends in a credential's word
+# (harness.cassette.credential_names decides whether the whole name is one).
+_NAMED = re.compile(
+    r"""(?i)(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]{0,48}?(?:key|token|secret|password|passwd|pwd|passphrase|"""
+    r"""credentials?|signature|sig|auth))(?![A-Za-z0-9_.-])(\\?["']?)\s*([:=]|=>|>)\s*\\?["']?"""
+    r"""([^\s"'`&,;<>\\()\[\]{}|]+)"""
+)
+
+
+_QUERY_FIELD = re.compile(r"""query["']?\s*[:=]\s*["']?$""")  # a cassette's stored query: its first parameter
+
+
+def named_values(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, kind) of every value a credential's name holds in `text`. In a query (`?key=` or `&key=`)
+    any value is one; elsewhere a value that looks like one (`is_credential_value`: a digit, 8 characters)."""
+    found = []
+    for match in _NAMED.finditer(text):
+        name, quote, separator, value = match.groups()
+        start = match.start(1)
+        in_query = separator == "=" and not quote and (
+            start == 0 or text[start - 1] in "?&" or _QUERY_FIELD.search(text[max(0, start - 12) : start]) is not None)
+        form = separator == "=" and not quote  # `key=value` in a form body or a line of text
+        if not is_credential_name(name, in_query=form):
+            continue
+        if (in_query and not is_placeholder(value)) or is_credential_value(value):
+            found.append((match.start(4), match.end(4), "credential"))
+    return found
 
 
 def kind_of(value: str) -> str:
@@ -380,19 +405,30 @@ SECRET_FIELDS = {
 _TYPED_SECRET_FIELDS = {("static_bearer", "token"): "bearer-token"}
 
 
+def field_secret_kind(key: str, value: str, holder: Mapping[str, Any]) -> str | None:
+    """The placeholder kind of a JSON field's value when it is a credential, else None: a field of the SDK's types
+    that is one whatever its value (`SECRET_FIELDS`), or one whose name says so (`is_credential_name`) holding
+    a value that looks like one. The redactor removes what this names, and `harness scan` flags it."""
+    kind = secret_field_kind(key, holder)
+    if kind and is_secret_value(value):
+        return field_kind(value, kind)
+    if is_credential_name(key) and is_credential_value(value):
+        return field_kind(value, CREDENTIAL_FIELDS.get(key.lower().replace("-", "_"), "credential"))
+    return None
+
+
 def secret_field_kind(key: str, holder: Mapping[str, Any]) -> str | None:
     """The placeholder kind of a field that is a credential by its name (in its object's `type`), else None."""
     name = key.lower().replace("-", "_")
     return SECRET_FIELDS.get(name) or _TYPED_SECRET_FIELDS.get((str(holder.get("type")), name))
 
 
+def is_placeholder(value: str) -> bool:
+    return PLACEHOLDER.fullmatch(value) is not None or value in LEGACY_PLACEHOLDERS
+
+
 def is_secret_value(value: str) -> bool:
-    return len(value) >= MIN_SECRET_LENGTH and not PLACEHOLDER.fullmatch(value) and value not in LEGACY_PLACEHOLDERS
-
-
-# A value that can be a credential: one word of 16 characters or more with a digit in it, and not one of
-# our placeholders (a tool's `{"password": "radiance"}` is an argument, not a credential).
-TOKEN_LIKE = re.compile(r"(?!<redacted:)(?=\S*\d)\S{16,}")
+    return len(value) >= MIN_SECRET_LENGTH and not is_placeholder(value)
 
 
 def field_kind(value: str, fallback: str) -> str:

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import SplitResult, parse_qsl
 
+from harness.cassette.credential_names import is_credential_name
 from harness.cassette.credentials import MIN_SECRET_LENGTH
 
 REQUEST_HEADERS_KEPT = frozenset({"anthropic-version", "anthropic-beta", "content-type"})
@@ -50,29 +51,6 @@ AUTH_HEADERS = frozenset(
         "cookie",
     }
 )
-# Query parameters that carry a credential (Google's `?key=`, presigned AWS URLs, OAuth).
-AUTH_QUERY_PARAMS = frozenset(
-    {
-        "key",
-        "api_key",
-        "apikey",
-        "api-key",
-        "access_token",
-        "token",
-        "auth",
-        "client_secret",
-        "refresh_token",
-        "x-amz-security-token",
-        "x-amz-credential",
-        "x-amz-signature",
-        "x-goog-signature",
-        "x-goog-credential",
-        "signature",
-        "sig",
-    }
-)
-
-
 def keep_request_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
     return {name.lower(): value for name, value in headers if name.lower() in REQUEST_HEADERS_KEPT}
 
@@ -145,13 +123,16 @@ def credentials_in(headers: Iterable[tuple[str, str]], extra_headers: Iterable[s
     return [secret for secret in found if len(secret) >= MIN_SECRET_LENGTH]
 
 
-def credentials_in_query(query: str | None) -> list[str]:
+def credentials_in_query(query: str | None, at_least: int = MIN_SECRET_LENGTH) -> list[str]:
+    """The values of a query's parameters named for a credential (harness.cassette.credential_names), of
+    `at_least` characters: the ones a request sent are then removed wherever they are echoed, so a shorter one
+    would rewrite ordinary text."""
     if not query:
         return []
     return [
         value
         for name, value in parse_qsl(query, keep_blank_values=True)
-        if name.lower() in AUTH_QUERY_PARAMS and len(value) >= MIN_SECRET_LENGTH
+        if is_credential_name(name, in_query=True) and len(value) >= max(at_least, 1)
     ]
 
 

@@ -36,6 +36,27 @@ def may_record(mode: str) -> bool:
     file exists: a recorder ahead of it may be writing the file it is about to replay."""
     return mode != "none"
 
+
+# How far each mode may go beyond replaying, least first: fork re-records only from the first divergence, all
+# sends every request but keeps what it does not renew, rewrite starts the file afresh.
+_LATITUDE = {"none": 0, "once": 1, "new_episodes": 2, "fork": 3, "all": 4, "rewrite": 5}
+
+
+def asks_more(run: str, asked: str | None) -> bool:
+    """Whether a test asking for mode `asked` (its marker, harness_config) asks for more than the run's `run`."""
+    return asked in _LATITUDE and _LATITUDE[asked] > _LATITUDE.get(run, 0)
+
+
+def strictest(run: str, asked: str | None) -> str:
+    """The mode a test runs in: the run's (--record-mode: the command line, CI), unless the test asks for a
+    stricter one. Recording is opt-in per run, never per file: asking for more than the run allows gets the run's
+    mode. A value that names no mode is passed on, for the cassette to refuse naming its file."""
+    if asked is None or asked == run:
+        return run
+    if asked not in _LATITUDE:
+        return asked
+    return run if asks_more(run, asked) else asked
+
 # Sent nowhere: in replay every request is answered from the cassette. It only lets the SDK build a client.
 PLACEHOLDER_API_KEY = "replay-key-not-a-secret"
 _CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")

@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
+from harness.cassette.credential_names import is_credential_name
 from harness.cassette.credentials import (
-    CREDENTIAL_FIELDS,
     MIN_SECRET_LENGTH,
     PLACEHOLDER,
-    TOKEN_LIKE,
     anchor_positions,
     credential_kinds,
     field_kind,
+    field_secret_kind,
     find_secrets,
     is_secret_value,
     kind_of,
@@ -38,7 +38,7 @@ from harness.cassette.credentials import (
     secret_field_kind,
     stream_blocks,
 )
-from harness.cassette.headers import AUTH_QUERY_PARAMS, rewrite_request_id
+from harness.cassette.headers import rewrite_request_id
 from harness.cassette.pdf_streams import holds_pdf, rewrite_flate_streams
 from harness.wire.multipart import is_match_body, match_body, parse_parts
 
@@ -164,13 +164,9 @@ class Redactor:
 
     def _field(self, key: Any, value: Any, holder: Mapping[str, Any]) -> Any:
         if isinstance(value, str) and isinstance(key, str):
-            kind = secret_field_kind(key, holder)
-            if kind and is_secret_value(value):
-                return self.placeholder(self.known.get(value) or field_kind(value, kind), value)
-            if TOKEN_LIKE.fullmatch(value):
-                kind = CREDENTIAL_FIELDS.get(key.lower().replace("-", "_"))
-                if kind:
-                    return self.placeholder(self.known.get(value) or field_kind(value, kind), value)
+            kind = field_secret_kind(key, value, holder)
+            if kind:
+                return self.placeholder(self.known.get(value) or kind, value)
         return self.value(value)
 
     def learn_fields(self, value: Any) -> None:
@@ -202,8 +198,9 @@ class Redactor:
         pairs = parse_qsl(query, keep_blank_values=True)
         out = []
         for name, value in pairs:
-            is_credential = name.lower() in AUTH_QUERY_PARAMS and len(value) >= MIN_SECRET_LENGTH
-            if is_credential and not PLACEHOLDER.fullmatch(value):
+            # Any value of a parameter named for a credential, however short (`?password=hunter2`): a query
+            # value is no prose that a short match could rewrite.
+            if value and is_credential_name(name, in_query=True) and not PLACEHOLDER.fullmatch(value):
                 value = self.placeholder(self.known.get(value) or kind_of(value), value)
             else:
                 value = self.text(value)

@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.cassette.credentials import find_secrets, stream_blocks
+from harness.cassette.credential_names import is_credential_name, is_credential_value
+from harness.cassette.credentials import field_secret_kind, find_secrets, is_placeholder, stream_blocks
+from harness.cassette.headers import credentials_in_query
 from harness.cassette.importer import httprr
 from harness.cassette.importer.detect import HTTPRR_MAGIC, ForeignLoader
 from harness.cassette.pdf_streams import holds_pdf, rewrite_flate_streams
@@ -143,6 +145,32 @@ def _hidden(value: Any) -> Iterator[tuple[str, str, str]]:
             yield from _sse(value)
 
 
+def _named_fields(value: Any) -> Iterator[tuple[str, str]]:
+    """(kind, value) of every field the redactor would remove by its name (`field_secret_kind`), of every HAR
+    `{"name": ..., "value": ...}` pair of a query or a form named for a credential, and of every credential
+    parameter of a stored `query`."""
+    if isinstance(value, dict):
+        name, item = value.get("name"), value.get("value")
+        if (isinstance(name, str) and isinstance(item, str) and is_credential_name(name, in_query=True)
+                and is_credential_value(item)):
+            yield "credential", item
+        for key, item in value.items():
+            if not isinstance(key, str):
+                continue
+            if isinstance(item, str):
+                kind = field_secret_kind(key, item, value)
+                if kind:
+                    yield kind, item
+                elif key == "query" and "=" in item:
+                    yield from (("credential", found) for found in credentials_in_query(item, at_least=1)
+                                if not is_placeholder(found))
+            else:
+                yield from _named_fields(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _named_fields(item)
+
+
 def _sse(text: str) -> Iterator[tuple[str, str, str]]:
     if "data:" not in text:
         return
@@ -208,6 +236,11 @@ def scan_file(file: Path, problems: list[HarnessError] | None = None) -> list[Fi
     findings = scan_text(text, file)
     seen = {(finding.kind, finding.excerpt) for finding in findings}
     data = _parsed(text, file, raw_bytes, problems)
+    for kind, value in _named_fields(data):
+        excerpt = _mask(value)
+        if (kind, excerpt) not in seen and ("credential", excerpt) not in seen:
+            seen.add((kind, excerpt))
+            findings.append(Finding(file, _where(text, value), kind, excerpt))
     for hidden, how, anchor in _hidden(data) if data is not None else ():
         for kind, start, end in find_secrets(hidden):
             excerpt = _mask(hidden[start:end])

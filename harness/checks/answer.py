@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.checks.base import CheckResult, CheckSpec, fail, ok
+from harness.patterns import compile_pattern, pattern_problem
 from harness.trajectory import Trajectory
 
 NAME = "final_answer"
@@ -48,10 +49,10 @@ def final_answer(trajectory: Trajectory, params: Mapping[str, Any]) -> CheckResu
             return fail(NAME, f"step {step}: the final answer contains {needle!r}", step=step, **evidence)
     flags = re.MULTILINE | (0 if sensitive else re.IGNORECASE)
     for pattern in params.get("regex") or []:
-        if not re.search(pattern, text, flags):
+        if not compile_pattern(pattern, flags).search(text):
             return fail(NAME, f"step {step}: the final answer does not match /{pattern}/", step=step, **evidence)
     for pattern in params.get("not_regex") or []:
-        found = re.search(pattern, text, flags)
+        found = compile_pattern(pattern, flags).search(text)
         if found:
             return fail(
                 NAME, f"step {step}: the final answer matches /{pattern}/ at {found.group(0)!r}", step=step, **evidence
@@ -83,10 +84,9 @@ def _bad_patterns(params: Mapping[str, Any]) -> list[tuple[str, str]]:
     problems = []
     for key in ("regex", "not_regex"):
         for index, pattern in enumerate(params.get(key) or []):
-            try:
-                re.compile(pattern)
-            except re.error as err:
-                problems.append((f"{key}[{index}]", f"not a valid regular expression: {err}"))
+            problem = pattern_problem(pattern)
+            if problem:
+                problems.append((f"{key}[{index}]", problem))
     return problems
 
 

@@ -14,12 +14,12 @@ the path, and at least one, must match). The first denied call fails the check, 
 from __future__ import annotations
 
 import fnmatch
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harness.checks.base import CheckResult, CheckSpec, fail, ok
 from harness.jsondata import canonical_json, parse_path
+from harness.patterns import compile_pattern, pattern_problem
 from harness.run import ToolCall
 from harness.trajectory import Trajectory
 
@@ -53,7 +53,7 @@ def _pattern_hits(rule: Mapping[str, Any], value: Any) -> bool:
     text = value if isinstance(value, str) else canonical_json(value)
     if "glob" in rule:
         return fnmatch.fnmatchcase(text, str(rule["glob"]))
-    return re.search(str(rule["regex"]), text) is not None
+    return compile_pattern(str(rule["regex"])).search(text) is not None
 
 
 def _describe_rule(rule: Mapping[str, Any]) -> str:
@@ -126,10 +126,9 @@ def _bad_patterns(params: Mapping[str, Any]) -> list[tuple[str, str]]:
     for key in ("allow", "deny"):
         for index, raw in enumerate(params.get(key) or []):
             if isinstance(raw, Mapping) and "regex" in raw:
-                try:
-                    re.compile(str(raw["regex"]))
-                except re.error as err:
-                    problems.append((f"{key}[{index}].regex", f"not a valid regular expression: {err}"))
+                problem = pattern_problem(str(raw["regex"]))
+                if problem:
+                    problems.append((f"{key}[{index}].regex", problem))
     return problems
 
 

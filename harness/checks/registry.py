@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.checks import answer, outcome, permissions, protocol, recovery, rubric, tool_calls
 from harness.checks.base import CheckResult, CheckSpec
+from harness.patterns import PatternTimeout
 from harness.plugins import CHECKS_GROUP, Registry
 from harness.trajectory import Trajectory
 
@@ -41,12 +42,18 @@ def get_check(name: str) -> CheckSpec:
 
 
 def run_check(
-    name: str, trajectory: Trajectory, params: Mapping[str, Any] | None = None, *, label: str | None = None
+    name: str, trajectory: Trajectory, params: Mapping[str, Any] | None = None, *, label: str | None = None,
+    source: str | None = None,
 ) -> CheckResult:
-    """Run one check. A check that crashes gives a failed result saying so, never a traceback mid-suite."""
+    """Run one check. A check that crashes gives a failed result saying so, never a traceback mid-suite; a user's
+    pattern that runs out of time (harness.patterns) fails the check naming it and `source`, the golden."""
     spec = get_check(name)
     try:
         result = spec.function(trajectory, params or {})
+    except PatternTimeout as exc:
+        reason = f"{source}: {exc}" if source else str(exc)
+        result = CheckResult(name=name, passed=False, reason=reason,
+                             evidence={"exception": "PatternTimeout", "pattern": exc.pattern})
     except Exception as exc:  # a bug in a check must not hide the other checks' results
         result = CheckResult(
             name=name,

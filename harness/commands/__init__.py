@@ -13,11 +13,15 @@ which harness/cli.py prints as `harness NAME: <reason>` with exit 2.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
+import sys
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.segment import Segment
 
 
 def add_golden_dir_argument(parser: argparse.ArgumentParser) -> None:
@@ -48,17 +52,74 @@ def add_failures_only_argument(parser: argparse.ArgumentParser) -> None:
 def console(**options: Any) -> Console:
     """The terminal every command prints to, colour as the conventions say (rich imported only here).
 
+    Whatever a command prints of a cassette, a golden or a model's answer passes through here, and leaves with
+    every control character shown rather than acted on (harness.report._text.visible): a recorded answer
+    holding an escape sequence cannot write the clipboard (OSC 52), retitle the window or clear the screen.
+    Only the console's own styling (colour, bold) reaches the terminal as escapes.
+
     FORCE_COLOR set and not empty (force-color.org): colour, even into a pipe or a CI log, whatever NO_COLOR says
     (the standard's own order). Else NO_COLOR set and not empty (no-color.org): no ANSI escape at all, neither
     colour nor bold. Else colour on a terminal only.
     """
-    from rich.console import Console
-
     if os.environ.get("FORCE_COLOR"):
         options = {"force_terminal": True, "no_color": False, **options}
     elif os.environ.get("NO_COLOR"):
         options = {"color_system": None, "no_color": True, **options}
-    return Console(**options)
+    return _safe_console_class()(**options)
+
+
+class VisibleStream:
+    """sys.stdout or sys.stderr while a command runs (`visible_output`): what a plain `print` writes leaves with
+    every control character shown (harness.report._text.visible). The console writes to the stream itself
+    (rich follows `rich_proxied_file`), its text already made visible segment by segment, its styling kept."""
+
+    def __init__(self, stream: Any) -> None:
+        self.rich_proxied_file = stream
+
+    def write(self, text: str) -> int:
+        from harness.report._text import visible
+
+        self.rich_proxied_file.write(visible(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding, buffer: the stream's own
+        return getattr(self.rich_proxied_file, name)
+
+
+def visible_output(run: Callable[..., int]) -> Callable[..., int]:
+    """Decorates the CLI's entry point: every command's output, printed or through `console()`, shows control
+    characters instead of sending them (a cassette's OSC 52 clipboard write, a window title, a clear screen)."""
+
+    @functools.wraps(run)
+    def wrapped(*args: Any, **kwargs: Any) -> int:
+        streams = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = VisibleStream(sys.stdout), VisibleStream(sys.stderr)
+        try:
+            return run(*args, **kwargs)
+        finally:
+            sys.stdout, sys.stderr = streams
+
+    return wrapped
+
+
+@functools.cache
+def _safe_console_class() -> type[Console]:
+    from rich.console import Console
+    from rich.segment import Segment
+
+    from harness.report._text import visible
+
+    class SafeConsole(Console):
+        """A Console whose text segments are made visible as they are written: every renderable (markup, a
+        table's cells, a Text) ends in segments, so none can carry a control character; control segments
+        (the console's own cursor moves) are kept."""
+
+        def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+            return super()._render_buffer(
+                segment if segment.control else Segment(visible(segment.text), segment.style, segment.control)
+                for segment in buffer)
+
+    return SafeConsole
 
 
 def on_a_terminal(console: Console) -> bool:

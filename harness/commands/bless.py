@@ -15,7 +15,8 @@ needs-reply items found in its tool results (promotions_filtered).
 Updating keeps what a person wrote: other checks, other parameters (contains, regex, a chosen `mode`),
 the name, description and run selection. Only the values derived from the run are replaced. The
 change is shown as a deepdiff before anything is written; without --yes the command asks on a
-terminal and refuses when there is none. The write is atomic.
+terminal and refuses when there is none. The write is atomic. Exit 0 when the golden was written; 1 when nothing
+was (declined, or nothing to bless: the golden is already up to date with the run); 2 bad input.
 """
 
 from __future__ import annotations
@@ -378,9 +379,9 @@ def run(args: argparse.Namespace) -> int:
         console.print(Syntax(text, "json", word_wrap=True))
     else:
         diff = DeepDiff(existing, proposed, verbose_level=2)
-        if not diff:
-            console.print(f"{escape(str(golden_path))} is up to date with {escape(str(cassette))}")
-            return 0
+        if not diff:  # nothing written: as a declined blessing, exit 1 (a script learns that no golden changed)
+            console.print(f"nothing to bless: {escape(str(golden_path))} is up to date with {escape(str(cassette))}")
+            return 1
         console.print(f"[bold]changes to[/] {escape(str(golden_path))}:")
         console.print(escape(diff.pretty()))
     decision = _confirm(console, golden_path, args.yes)

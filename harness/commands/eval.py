@@ -75,7 +75,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _suites(args: argparse.Namespace) -> list[Suite]:
-    return unique_suites(discover_suites(list(args.paths) or project_suites(), golden_dir=args.golden))
+    paths = list(args.paths) or project_suites()
+    return unique_suites(discover_suites(paths, golden_dir=args.golden, keep_broken=True))
 
 
 STATUS_WORDS = {"passed": ("pass", "green"), "failed": ("FAIL", "bold red"), "error": ("ERROR", "bold magenta")}

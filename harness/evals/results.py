@@ -285,8 +285,9 @@ class ResultsWriter:
         """The document without its cases: everything a summary or a total needs."""
         from harness._version import __version__
 
-        # A stale judgement is bad input (exit 2), like a case that could not run: re-judge, then read the verdict.
-        status = ("error" if self._statuses["error"] or self._rejudge else "failed" if self._statuses["failed"]
+        # A failed check decides (exit 1), whatever else the run holds: CI must read "the agent regressed", not
+        # "broken setup". Without one, a case that could not run or a stale judgement is bad input (exit 2).
+        status = ("failed" if self._statuses["failed"] else "error" if self._statuses["error"] or self._rejudge
                   else "passed")
         summary = {
             "status": status,
@@ -396,5 +397,5 @@ def write_results(path: str | Path, results: Mapping[str, Any]) -> Path:
 
 
 def exit_code(results: Mapping[str, Any]) -> int:
-    """0 all passed, 1 a check failed, 2 a case could not run (bad input)."""
+    """1 when any check failed, else 2 when a case could not run or a judged check needs re-judging, else 0."""
     return {"passed": 0, "failed": 1, "error": 2}[results["summary"]["status"]]

@@ -44,6 +44,8 @@ def _cassette_record(case: Case) -> dict[str, Any]:
         "fingerprints": {},
         "interactions": None,
     }
+    if not case.cassette_label:  # a golden that could not be used names no cassette
+        return record | {"absolute_path": ""}
     try:
         raw = read_bytes_bounded(case.cassette)  # refuses a device, a pipe or a huge file before reading it
     except (OSError, HarnessError):
@@ -125,6 +127,8 @@ def run_case(case: Case, *, judge: Judge | None = None) -> dict[str, Any]:
         "timings": {"load_ms": None, "checks_ms": None, "total_ms": None},
     }
     try:
+        if case.error is not None:  # its golden could not be used (harness.evals.suite): this case errors, not the run
+            raise case.error
         if not case.cassette.exists():  # said with who names it: the golden (and suite) to fix, or the file to record
             raise HarnessError(f"no such cassette; {_named_by(case)}", file=case.cassette)
         cassette = load_cassette_any(case.cassette)
@@ -163,7 +167,7 @@ def run_case(case: Case, *, judge: Judge | None = None) -> dict[str, Any]:
         if check.check in JUDGED_CHECKS:
             result, judged = judge.check(case.golden_label, case.golden.path, check, seen)
         else:
-            result = run_check(check.check, seen, check.params, label=check.id)
+            result = run_check(check.check, seen, check.params, label=check.id, source=case.golden_label)
         entry = {
             "id": check.id,
             "check": check.check,
@@ -184,11 +188,14 @@ def run_case(case: Case, *, judge: Judge | None = None) -> dict[str, Any]:
         record["checks"].append(entry)
     record["timings"]["checks_ms"] = elapsed_ms(checks_started)
     record["timings"]["total_ms"] = elapsed_ms(started)
-    verdicts = [item for item in record["checks"] if item["id"] not in record["needs_rejudging"]]
+    unanswered = {check.id for check, _ in judge_errors}
+    verdicts = [item for item in record["checks"] if item["id"] not in {*record["needs_rejudging"], *unanswered}]
+    # A check that failed decides the case, whatever else it holds (exit 1 whenever any check failed).
     record["status"] = "passed" if all(item["passed"] for item in verdicts) else "failed"
     if judge_errors:  # the judge could not be asked: bad input (no key, a bad endpoint), not the agent's doing
         check, judged = judge_errors[0]
-        record["status"] = "error"
+        if record["status"] == "passed":
+            record["status"] = "error"
         record["error"] = {"reason": f"check {check.id}: {judged['error']}", "file": judged["cassette"], "where": None}
     return record
 

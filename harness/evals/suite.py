@@ -50,8 +50,9 @@ class Case:
     suite: str
     cassette: Path
     golden: Golden
-    cassette_label: str  # the cassette path relative to the project root
+    cassette_label: str  # the cassette path relative to the project root ("" when the golden could not say)
     golden_label: str  # the golden path relative to the project root
+    error: GoldenError | None = None  # the golden could not be used: this case errors with it, the others run
 
 
 @dataclass
@@ -119,8 +120,17 @@ def _case_ids(golden: Golden, cassettes: list[Path], root: Path) -> list[str]:
     return [f"{golden.name}/{'/'.join(p[shared:])}" for p in parts]
 
 
-def load_suite(path: str | Path, *, golden_dir: str | Path | None = None) -> Suite:
-    """A suite file, every golden it names loaded and validated (any problem is a GoldenError)."""
+def _broken_case(suite: str, case_id: str, golden_path: Path, root: Path, error: GoldenError) -> Case:
+    """A case whose golden cannot be used (invalid, unreadable, not there): it errors with `error`, naming the file
+    and the place, and the run goes on with the others (`harness eval` exits 2 unless a check failed)."""
+    golden = Golden(name=case_id, path=golden_path, cassettes=[], checks=[])
+    return Case(id=case_id, suite=suite, cassette=Path(), golden=golden, cassette_label="",
+                golden_label=relative_to_root(golden_path, root), error=error)
+
+
+def load_suite(path: str | Path, *, golden_dir: str | Path | None = None, keep_broken: bool = False) -> Suite:
+    """A suite file, every golden it names loaded and validated (any problem is a GoldenError; with `keep_broken`,
+    a golden's problem becomes its case's error instead, and the suite's other cases still run)."""
     path = Path(path)
     data = _read_suite(path)
     if isinstance(data, Mapping) and "interactions" in data:  # the schema's error would name its keys only
@@ -141,22 +151,30 @@ def load_suite(path: str | Path, *, golden_dir: str | Path | None = None) -> Sui
     seen: dict[str, str] = {}
     for index, entry in enumerate(data["cases"]):
         golden_path = goldens / entry["golden"]
-        if not golden_path.is_file():
-            raise GoldenError(
-                f"golden {entry['golden']!r} not found in {absolute(goldens)}",
-                file=path,
-                where=f"$.cases[{index}].golden",
+        try:
+            if not golden_path.is_file():
+                raise GoldenError(
+                    f"golden {entry['golden']!r} not found in {absolute(goldens)}",
+                    file=path,
+                    where=f"$.cases[{index}].golden",
+                )
+            golden = load_golden(golden_path)
+            cassettes = (
+                [inside_project(entry["cassette"], root, file=path, where=f"$.cases[{index}].cassette")]
+                if "cassette" in entry
+                else golden.cassettes
             )
-        golden = load_golden(golden_path)
-        cassettes = (
-            [inside_project(entry["cassette"], root, file=path, where=f"$.cases[{index}].cassette")]
-            if "cassette" in entry
-            else golden.cassettes
-        )
-        if written is not None and actual is not None:
-            cassettes = [_moved(cassette, written, actual) for cassette in cassettes]
-        ids = [entry["id"]] if "id" in entry else _case_ids(golden, cassettes, root)
-        for case in _cases(suite.name, ids, cassettes, golden, golden_path, root):
+        except GoldenError as err:
+            if not keep_broken:
+                raise
+            case_id = entry.get("id") or Path(entry["golden"]).with_suffix("").as_posix()
+            cases = [_broken_case(suite.name, case_id, golden_path, root, err)]
+        else:
+            if written is not None and actual is not None:
+                cassettes = [_moved(cassette, written, actual) for cassette in cassettes]
+            ids = [entry["id"]] if "id" in entry else _case_ids(golden, cassettes, root)
+            cases = _cases(suite.name, ids, cassettes, golden, golden_path, root)
+        for case in cases:
             if case.id in seen:
                 raise GoldenError(
                     f"case id {case.id!r} appears twice (also {seen[case.id]}); give one an `id`",
@@ -184,9 +202,14 @@ def _cases(suite: str, ids: list[str], cassettes: list[Path], golden: Golden, go
     ]
 
 
-def _golden_as_suite(path: Path) -> Suite:
-    golden = load_golden(path)
+def _golden_as_suite(path: Path, *, keep_broken: bool = False) -> Suite:
     root = project_root(path)
+    try:
+        golden = load_golden(path)
+    except GoldenError as err:
+        if not keep_broken:
+            raise
+        return Suite(name=path.stem, path=path, cases=[_broken_case(path.stem, path.stem, path, root, err)], root=root)
     cases = _cases(golden.name, _case_ids(golden, golden.cassettes, root), golden.cassettes, golden, path, root)
     return Suite(name=golden.name, path=path, cases=cases, description=golden.description, root=root)
 
@@ -203,8 +226,11 @@ def project_suites(cwd: Path | None = None) -> list[Path]:
     return list(project.suites)
 
 
-def discover_suites(paths: Iterable[str | Path], *, golden_dir: str | Path | None = None) -> list[Suite]:
-    """Suites from suite files (.yaml), golden files (.json) and folders of either."""
+def discover_suites(
+    paths: Iterable[str | Path], *, golden_dir: str | Path | None = None, keep_broken: bool = False
+) -> list[Suite]:
+    """Suites from suite files (.yaml), golden files (.json) and folders of either. With `keep_broken` (what
+    `harness eval` asks), a golden that cannot be used is a case that errors, naming it, not the end of the run."""
     suites: list[Suite] = []
     for raw in paths:
         path = Path(raw)
@@ -213,16 +239,17 @@ def discover_suites(paths: Iterable[str | Path], *, golden_dir: str | Path | Non
             found = sorted(p for p in path.rglob("*")
                            if p.suffix in SUITE_SUFFIXES and p.is_file() and not is_judge_file(p))
             if found:
-                suites.extend(load_suite(p, golden_dir=golden_dir) for p in found)
+                suites.extend(load_suite(p, golden_dir=golden_dir, keep_broken=keep_broken) for p in found)
                 continue
             goldens = sorted(p for p in path.rglob("*.json") if p.is_file() and p.name != "schema.json")
             if not goldens:
                 raise GoldenError("no suite (.yaml) or golden (.json) files in this folder", file=path)
-            suites.extend(_golden_as_suite(p) for p in goldens)
+            suites.extend(_golden_as_suite(p, keep_broken=keep_broken) for p in goldens)
         elif path.suffix in SUITE_SUFFIXES:
-            suites.append(load_suite(path, golden_dir=golden_dir))
+            suites.append(load_suite(path, golden_dir=golden_dir, keep_broken=keep_broken))
         elif path.suffix == ".json":
-            suites.append(_golden_as_suite(path))
+            # A path on the command line that is not there is a usage error; one that is there but broken, a case's.
+            suites.append(_golden_as_suite(path, keep_broken=keep_broken and path.is_file()))
         elif not path.exists():
             raise GoldenError("no such file or folder", file=absolute(path))
         else:

@@ -1,13 +1,15 @@
 """Writing one answer: a head, then a whole body or chunks flushed one by one (so a client sees every SSE event
 when it is sent), or a connection dropped the way a dying server does; errors in the Messages API's shape; a
 harness miss marked as one (`MISS_HEADER`); and `write_recorded`, which puts one recorded interaction back on the
-wire, paced as it was recorded when asked.
+wire, paced as it was recorded when asked. Every header is written here, for the simulator, the proxy and the
+replay server alike, and made safe here (`header_text`): a recorded value holding CR/LF is one header line.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import re
 import socket
 import struct
 import time
@@ -25,6 +27,7 @@ __all__ = [
     "Responder",
     "Timing",
     "api_error",
+    "header_text",
     "send_miss",
     "write_recorded",
 ]
@@ -32,6 +35,18 @@ __all__ = [
 MISS_HEADER = "x-harness-miss"  # set on every answer that is a harness miss, never on a recorded answer
 Timing = Literal["none", "recorded"]
 TIMINGS: tuple[str, ...] = ("none", "recorded")
+
+
+# A header name is a token (RFC 9110); a value or a reason phrase may hold no control character but a tab.
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]+")
+
+
+def header_text(value: str) -> str:
+    """A header value or reason phrase fit for the wire, whoever wrote it (a recorded cassette, an upstream): a CR
+    or LF would end the header there and start another (response splitting), so every control character
+    becomes a space, and what Latin-1 cannot carry a `?`."""
+    return _CONTROL.sub(" ", value).encode("latin-1", "replace").decode("latin-1")
 
 
 class ClientDisconnected(Exception):
@@ -66,10 +81,10 @@ class Responder:
     ) -> None:
         handler = self._handler
         try:
-            handler.send_response(status, reason or None)
+            handler.send_response(status, header_text(reason) if reason else None)
             for name, value in headers:
-                if name.lower() not in HOP_BY_HOP and name.lower() not in FRAMING:
-                    handler.send_header(name, value)
+                if name.lower() not in HOP_BY_HOP and name.lower() not in FRAMING and _TOKEN.fullmatch(name):
+                    handler.send_header(name, header_text(str(value)))
             if chunked:
                 handler.send_header("transfer-encoding", "chunked")
             else:

@@ -21,7 +21,7 @@ from harness.pytest_plugin.clients import CLIENT_OPTIONS
 from harness.pytest_plugin.marker import MARKER_OWN, cassette_path_of, keywords_of, marker_keywords, unknown_options
 from harness.pytest_plugin.misses import next_step
 from harness.pytest_plugin.network import network_blocked
-from harness.pytest_plugin.options import record_mode
+from harness.pytest_plugin.options import decide_mode
 from harness.pytest_plugin.simulator import simulator_url
 from harness.pytest_plugin.stash import AGENT_SDK_KEY, CASSETTE_KEY, FAILED_KEY, PROJECT_ROOTS_KEY
 
@@ -80,8 +80,10 @@ def _marked_cassette(
     for name in CLIENT_OPTIONS:
         options.pop(name, None)
     path = options.pop("path", None)
-    # A mode the marker names is checked where the cassette opens: an unknown one fails there, naming the file.
-    mode = options.pop("mode", None) or record_mode(request.config)
+    # The run's mode unless the test asks for a stricter one. A mode the marker names is checked where the cassette
+    # opens: an unknown one fails there, naming the file.
+    source = "@pytest.mark.cassette" if "mode" in marker_options else "harness_config"
+    mode: Any = decide_mode(request.node, options.pop("mode", None), source)
     return cassette_path_of(request.node, path), options, mode
 
 

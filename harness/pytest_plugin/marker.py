@@ -12,6 +12,7 @@ dropped (a dropped `secret_headers=` would write a credential in clear).
 from __future__ import annotations
 
 import difflib
+import hashlib
 import inspect
 import re
 from collections.abc import Callable, Iterable
@@ -22,6 +23,7 @@ import pytest
 
 __all__ = [
     "MARKER_OWN",
+    "cassette_name",
     "cassette_path_of",
     "default_cassette_path",
     "keywords_of",
@@ -95,12 +97,27 @@ def _cassettes_folder(config: pytest.Config) -> Path:
     return folder
 
 
+# A file name holds 255 bytes; the names made beside a cassette (its temp file while saved, NAME.parts/, trials)
+# add a few dozen. A test name longer than this is cut, and a hash of the whole name keeps it unique and stable.
+LONGEST_NAME = 200
+_KEPT_OF_A_LONG_NAME = 120
+
+
+def cassette_name(test_name: str) -> str:
+    """A test's name as a cassette's file name (no suffix): file-safe, and at most LONGEST_NAME characters (all
+    ASCII). A longer one (a long parametrize id) is its first 120 characters, `-`, then 16 hex digits of the
+    SHA-256 of the whole file-safe name: the same test always gets the same file, two tests never share one."""
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", test_name).strip("-")
+    if len(name) <= LONGEST_NAME:
+        return name
+    return f"{name[:_KEPT_OF_A_LONG_NAME]}-{hashlib.sha256(name.encode()).hexdigest()[:16]}"
+
+
 def default_cassette_path(item: pytest.Item) -> Path:
-    """<cassettes>/<test module>/<test name>.yaml (parametrized ids made file-safe)."""
+    """<cassettes>/<test module>/<test name>.yaml (parametrized ids made file-safe; see `cassette_name`)."""
     folder = _cassettes_folder(item.config)
     module = Path(str(item.path)).stem
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", item.name).strip("-")
-    return folder / module / f"{name}.yaml"
+    return folder / module / f"{cassette_name(item.name)}.yaml"
 
 
 def cassette_path_of(item: pytest.Item, path: Any) -> Path:

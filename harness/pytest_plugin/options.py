@@ -13,10 +13,10 @@ import os
 
 import pytest
 
-from harness.cassette.modes import MODES, Mode, is_mode
+from harness.cassette.modes import MODES, Mode, asks_more, is_mode, strictest
 from harness.pytest_plugin.simulator import check_simulator_option
 
-__all__ = ["record_mode"]
+__all__ = ["RecordModeWarning", "decide_mode", "record_mode"]
 
 _PYTEST_RECORDING = "recording"  # pytest-recording's plugin name (its pytest11 entry point)
 
@@ -105,3 +105,21 @@ def record_mode(config: pytest.Config) -> Mode:
     if not is_mode(mode):
         raise pytest.UsageError(f"record_mode = {mode!r} in the config file; use one of {', '.join(MODES)}")
     return mode
+
+
+class RecordModeWarning(UserWarning):
+    """A test's marker or harness_config asked for a record mode the run does not allow; the run's was used."""
+
+
+def decide_mode(item: pytest.Item, asked: object, source: str) -> str:
+    """The one place that decides a test's record mode: the strictest of the run's and what `source` (the marker,
+    harness_config) asks for. Recording is opt-in per run; a test asking for more is told so in one line."""
+    run = record_mode(item.config)
+    if asked is None:
+        return run
+    asked = str(asked)
+    if asks_more(run, asked):
+        item.warn(RecordModeWarning(
+            f"{source} asks for mode={asked!r}, but this run's record mode is {run!r}: the test runs in mode {run!r}. "
+            f"Recording is chosen per run: pytest --record-mode={asked}"))
+    return strictest(run, asked)

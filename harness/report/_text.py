@@ -7,6 +7,20 @@ from typing import Any
 
 from harness.run import TOKEN_KINDS as KINDS
 
+# Control characters a terminal acts on (ESC starts a clipboard write, a title change, a screen clear; C1's
+# 0x9b is CSI on its own), each shown as its Unicode control picture (ESC as ␛, one cell wide like the
+# character it stands for); newline and tab are text. DEL shows as ␡, C1 as the replacement character.
+_CONTROL_PICTURES = {code: chr(0x2400 + code) for code in range(0x20) if chr(code) not in "\n\t"}
+_CONTROL_PICTURES[0x7F] = "\u2421"
+_CONTROL_PICTURES.update({code: "\ufffd" for code in range(0x80, 0xA0)})
+
+
+def visible(text: str) -> str:
+    """`text` fit for a terminal whoever wrote it (a cassette, a model, an upstream): no control character
+    reaches the terminal; each is shown instead."""
+    return text.translate(_CONTROL_PICTURES) if not text.isprintable() else text
+
+
 KIND_LABELS = {
     "input": "input",
     "output": "output",

@@ -362,18 +362,16 @@ def compare_results(
 
 
 def comparison_exit_code(comparison: Mapping[str, Any], gate: str | None = None) -> int:
-    """2 a compared case could not run on a side; else 1 a check flipped to fail (with gate `significant`: a flip
-    that is more than noise); else 2 when a judged check needs re-judging (its verdict is unknown, so the
-    comparison is not done); else 0. The gate is the document's (`compare_results(gate=...)`) unless given."""
+    """1 when a check flipped to fail (with gate `significant`: a flip that is more than noise), whatever else the
+    comparison holds, as `harness eval` exits 1 whenever a check failed; else 2 when a compared case could not run
+    on a side or a judged check needs re-judging (its verdict is unknown, so the comparison is not done); else 0.
+    The gate is the document's (`compare_results(gate=...)`) unless given."""
     gate = gate or comparison.get("gate", "flip")
     summary = comparison["summary"]
-    if summary["status"] == "error":
-        return 2
-    if summary["status"] == "regressed" and (
-        gate != "significant" or summary["regressed"] > summary.get("regressed_within_noise", 0)
-    ):
+    beyond_noise = summary["regressed"] > summary.get("regressed_within_noise", 0)
+    if summary["regressed"] and (gate != "significant" or beyond_noise):
         return 1
-    return 2 if summary.get("needs_rejudging") else 0
+    return 2 if summary["status"] == "error" or summary.get("needs_rejudging") else 0
 
 
 def write_comparison(path: Any, comparison: Mapping[str, Any]) -> None:
