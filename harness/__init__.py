@@ -21,6 +21,9 @@ if TYPE_CHECKING:  # `import x as x`: an explicit re-export, as checkers read it
     from harness.batches import wait_for_batch_async as wait_for_batch_async
     from harness.cassette.recorder import Cassette as Cassette
     from harness.cassette.recorder import CassetteMismatch as CassetteMismatch
+    from harness.cassette.recorder import MissWarning as MissWarning
+    from harness.cassette.recorder import UnplayedInteractions as UnplayedInteractions
+    from harness.cassette.recorder import UnplayedWarning as UnplayedWarning
     from harness.cassette.recorder import use_cassette as use_cassette
     from harness.errors import HarnessError as HarnessError
     from harness.loop import LoopConfig as LoopConfig
@@ -61,6 +64,10 @@ _EXPORTS: dict[str, str] = {
     "use_cassette": "harness.cassette.recorder",
     "CassetteMismatch": "harness.cassette.recorder",
     "Cassette": "harness.cassette.recorder",
+    # what a use_cassette block says as it ends (on_miss / on_unplayed)
+    "UnplayedInteractions": "harness.cassette.recorder",
+    "UnplayedWarning": "harness.cassette.recorder",
+    "MissWarning": "harness.cassette.recorder",
     "load_trajectory": "harness.trajectory",
     "Trajectory": "harness.trajectory",
     "Simulator": "harness.sim",

@@ -6,7 +6,8 @@ backtracks for hours and `harness eval` hangs. They go through `compile_pattern`
 with the `regex` package: its engine is a superset of `re`'s syntax (lookarounds, backreferences and named
 groups keep working, where RE2 refuses them), it avoids most catastrophic backtracking by itself (both
 patterns above answer at once), and every search takes a `timeout`. A search that runs out of time raises
-`PatternTimeout`, naming the pattern; the caller says where it was written.
+`PatternTimeout`, naming the pattern; the caller says where it was written. A structured-output schema's
+`pattern` and `patternProperties` (from a recorded request) are searched the same way (`schema_validator`).
 """
 
 from __future__ import annotations
@@ -94,3 +95,37 @@ def pattern_problem(source: str, flags: int = 0) -> str | None:
     except BadPattern as err:
         return f"not a valid regular expression: {err}"
     return None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# JSON Schema: a structured-output schema comes from a recorded request, as untrusted as a golden
+
+
+def _schema_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema.exceptions import ValidationError
+
+    if validator.is_type(instance, "string") and not compile_pattern(pattern).search(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _schema_pattern_properties(validator: Any, properties: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in properties.items():
+        for key, value in instance.items():
+            if compile_pattern(pattern).search(key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+@functools.cache
+def _bounded_validator_class() -> Any:
+    from jsonschema import Draft202012Validator, validators
+
+    return validators.extend(Draft202012Validator, {"pattern": _schema_pattern,
+                                                    "patternProperties": _schema_pattern_properties})
+
+
+def schema_validator(schema: Any) -> Any:
+    """A JSON Schema 2020-12 validator (jsonschema's) whose `pattern` and `patternProperties` search through
+    `compile_pattern`: a pattern that runs out of time raises PatternTimeout instead of hanging."""
+    return _bounded_validator_class()(schema)

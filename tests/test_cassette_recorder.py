@@ -83,7 +83,7 @@ def test_changed_system_prompt_fails_at_once_with_a_diff(tmp_path: Path) -> None
     path = tmp_path / "prompt.yaml"
     record(path, "brief me", system="Skip newsletters and promotions.")
     offline = FakeMessagesAPI()
-    with use_cassette(path, mode="none"), pytest.raises(CassetteMismatch) as caught:
+    with use_cassette(path, mode="none", on_miss="ignore"), pytest.raises(CassetteMismatch) as caught:
         ask(offline.client(max_retries=2), "brief me", system="Include everything.")
     error = caught.value
     assert isinstance(error, anthropic.AnthropicError)
@@ -104,7 +104,7 @@ def test_changed_tool_schema_names_the_field(tmp_path: Path) -> None:
                                                    messages=[{"role": "user", "content": "x"}])
     changed = json.loads(json.dumps(tool))
     changed["input_schema"]["properties"]["limit"]["minimum"] = 1
-    with use_cassette(path, mode="none"), pytest.raises(CassetteMismatch) as caught:
+    with use_cassette(path, mode="none", on_miss="ignore"), pytest.raises(CassetteMismatch) as caught:
         FakeMessagesAPI().client().messages.create(model=MODEL, max_tokens=8, tools=[changed],
                                                    messages=[{"role": "user", "content": "x"}])
     added = "tools.read_inbox.input_schema.properties.limit.minimum added"  # tools diffed by name
@@ -126,7 +126,7 @@ def test_identical_requests_are_served_in_recorded_order(tmp_path: Path) -> None
     api.reply_text = lambda body: f"answer {next(counter)}"  # type: ignore[method-assign]
     with use_cassette(path, mode="once"):
         live = [ask(api.client(), "same").content[0].text for _ in range(3)]
-    with use_cassette(path, mode="none"):
+    with use_cassette(path, mode="none", on_miss="ignore"):
         client = FakeMessagesAPI().client()
         replayed = [ask(client, "same").content[0].text for _ in range(3)]
         with pytest.raises(CassetteMismatch, match="every recording was already played"):
@@ -229,7 +229,7 @@ def test_once_with_an_existing_cassette_refuses_new_requests(tmp_path: Path) -> 
     path = tmp_path / "once.yaml"
     record(path, "first")
     api = FakeMessagesAPI()
-    with use_cassette(path, mode="once"), pytest.raises(CassetteMismatch):
+    with use_cassette(path, mode="once", on_miss="ignore"), pytest.raises(CassetteMismatch):
         ask(api.client(), "second")
     assert api.calls == 0
 

@@ -107,11 +107,15 @@ FLAGGED = {
     "access_token.json": json.dumps({"access_token": "plainlettersonly-noshape"}),
     "refresh_token.yaml": "refresh_token: plainlettersonly-noshape\n",
     "client_secret.json": json.dumps({"client_secret": "plainlettersonly-noshape"}),
+    "form-body.yaml": "request:\n  body: access_token=plainlettersonly&token_type=bearer\n",
+    "json-in-text.md": 'The tool returned {"refresh_token": "plainlettersonly"} and stopped.\n',
     "query-key.yaml": "uri: https://generativelanguage.googleapis.com/v1/models?key=plainletters\n",
     "stored-query.yaml": "request:\n  query: key=plainletters&alt=sse\n",
     "har-query.har": json.dumps({"log": {"entries": [{"request": {
         "url": "https://x.test/v1", "queryString": [{"name": "subscription-key", "value": "PLANTED0key"}]}}]}}),
     "short-password.yaml": "db:\n  password: hunt3r22\n",
+    "hunter2.json": json.dumps({"login": {"user": "me", "password": "hunter2"}}),
+    "pass-form.txt": "user=me&pass=hunter2\n",
     "short-password.json": json.dumps({"config": {"password": "Tr0ub4dor&3"}}),
     "form.txt": "grant_type=password&username=me&password=s3cretpw9\n",
     "private_token.md": "curl 'https://gitlab.test/api?private_token=PLANTEDtok'\n",
@@ -150,7 +154,8 @@ def test_scan_flags_no_count_cursor_or_argument(tmp_path: Path) -> None:
     ("accesstoken", False, True), ("x-amz-signature", True, True), ("key", True, True), ("sig", True, True),
     ("key", False, False), ("signature", False, False), ("auth", False, False),
     ("max_tokens", True, False), ("input_tokens", False, False), ("tokens", False, False),
-    ("page_token", True, False), ("next_page_token", True, False), ("public_key", False, False),
+    ("page_token", True, False), ("pass", True, True), ("pass", False, False),
+    ("next_page_token", True, False), ("public_key", False, False),
     ("token_type", False, False), ("key_name", False, False), ("monkey", True, False),
 ])
 def test_one_list_of_credential_names(name: str, in_query: bool, expected: bool) -> None:

@@ -44,16 +44,16 @@ def _message(content: list[dict[str, Any]], stop: str) -> dict[str, Any]:
             "stop_reason": stop, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
 
 
-def write_cassette(path: Path, final_text: str, tool_input: dict[str, Any], headers: dict[str, str] | None = None
-                   ) -> Path:
-    """Two exchanges: a tool call with `tool_input`, then `final_text`."""
+def write_cassette(path: Path, final_text: str, tool_input: dict[str, Any], headers: dict[str, str] | None = None,
+                   **request: Any) -> Path:
+    """Two exchanges: a tool call with `tool_input`, then `final_text`; `request`: more fields of each request."""
     tool_use = {"type": "tool_use", "id": "toolu_01", "name": "read_file", "input": tool_input}
     first = [{"role": "user", "content": "go"}]
     second = [*first, {"role": "assistant", "content": [tool_use]},
               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "ok"}]}]
     interactions = [
         {"request": {"method": "POST", "path": "/v1/messages",
-                     "body": {"model": "claude-sonnet-5", "max_tokens": 64, "messages": messages}},
+                     "body": {"model": "claude-sonnet-5", "max_tokens": 64, "messages": messages, **request}},
          "response": {"status": 200, "headers": headers or {}, "body": body}}
         for messages, body in ((first, _message([tool_use], "tool_use")),
                                (second, _message([{"type": "text", "text": final_text}], "end_turn")))
@@ -98,6 +98,18 @@ def test_a_pattern_that_runs_out_of_time_names_itself() -> None:
     with pytest.raises(PatternTimeout, match=r"'\(x\+x\+\)\+y' took more than"):
         compile_pattern("(x+x+)+y").search("x" * 5000)
     assert compile_pattern("(?<=a)b", 2).search("AB") is not None, "re's syntax and flags, lookbehind included"
+
+
+def test_a_recorded_schema_pattern_that_backtracks_is_a_problem_of_the_answer_not_a_hang(tmp_path: Path) -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string", "pattern": "(x+x+)+y"}},
+              "patternProperties": {"^(b+)+$": {"type": "string"}}}
+    cassette = write_cassette(tmp_path / "run.yaml", json.dumps({"a": "x" * 5000, "b" * 5000 + "!": "v"}),
+                              {"path": "a"}, output_config={"format": {"type": "json_schema", "schema": schema}})
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "show", str(cassette)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = " ".join(done.stdout.split())
+    assert "not valid" in out and "'(x+x+)+y' took more than" in out, out
 
 
 _USER_PATTERN_MODULES = ["harness/checks", "harness/normalize.py"]

@@ -31,7 +31,7 @@ MAX_LINES = 500
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Used by everything: errors as data, JSON helpers, the wire (headers, bodies, SSE, multipart), files
     # (bounded reads, the symlink rule, atomic writes, safe YAML), the version, the entry-point loader, users'
-    # regular expressions run with a time bound.
+    # regular expressions run with a time bound, and the egress guard (only loopback while a run may not record).
     (
         "foundations",
         (
@@ -43,6 +43,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "harness.files",
             "harness.safe_yaml",
             "harness.patterns",
+            "harness.egress",
         ),
     ),
     # What a run is: exchanges, usage, tool calls; what it costs; how fast it may go; message batches.

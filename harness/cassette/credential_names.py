@@ -8,9 +8,9 @@ name's last word rather than by a list of exact names, since every service spell
   `apikey`, or `key` after another word (`api_key`, `subscription-key`, `SecretAccessKey`), is a credential's,
   unless the word before says it is not (`page_token` is a cursor the SDK sends back, `public_key`,
   `cache_key`, `idempotency_key`, `sort_key`);
-- `key`, `sig`, `signature` and `auth` alone are a credential's only as a query or form parameter (`?key=`,
-  `&sig=`): in a JSON body they are other things (a thinking block's `signature`, a computer-use tool's
-  `key` config, a vault credential's `auth` object);
+- `key`, `sig`, `signature`, `auth` and `pass` alone are a credential's only as a query or form parameter
+  (`?key=`, `&sig=`, `&pass=`): in a JSON body they are other things (a thinking block's `signature`, a
+  computer-use tool's `key` config, a vault credential's `auth` object);
 - a count is never one: `max_tokens`, `input_tokens`, `tokens` end in another word.
 """
 
@@ -34,7 +34,7 @@ _NOT_SECRET_QUALIFIERS = frozenset(
     }
 )
 # Alone, these name a credential only in a query or a form (see the module's docstring).
-QUERY_ONLY_NAMES = frozenset({"key", "sig", "signature", "auth"})
+QUERY_ONLY_NAMES = frozenset({"key", "sig", "signature", "auth", "pass"})
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
@@ -63,10 +63,15 @@ def is_credential_name(name: str, *, in_query: bool = False) -> bool:
 
 
 # A value a credential name holds that is a credential: one word (no space: "correct horse battery staple"
-# is a sentence), at least 8 characters, with a digit (so an argument such as "radiance" or a stand-in such as
-# "YOUR_API_KEY" is not), and not one of our placeholders.
+# is a sentence), at least 8 characters (6 for a password: `hunter2`), with a digit (so an argument such as
+# "radiance" or a stand-in such as "YOUR_API_KEY" is not), and not one of our placeholders.
 _CREDENTIAL_VALUE = re.compile(r"(?!<redacted:)(?=[^\s]*\d)[^\s]{8,}")
+_PASSWORD_VALUE = re.compile(r"(?!<redacted:)(?=[^\s]*\d)[^\s]{6,}")
+_PASSWORD_WORDS = frozenset({"password", "passwd", "pwd", "passphrase", "pass"})
 
 
-def is_credential_value(value: str) -> bool:
-    return _CREDENTIAL_VALUE.fullmatch(value) is not None
+def is_credential_value(value: str, name: str = "") -> bool:
+    """Whether `value`, held by a credential's `name`, looks like a credential (a password may be shorter)."""
+    words = name_words(name) if name else []
+    shape = _PASSWORD_VALUE if words and words[-1] in _PASSWORD_WORDS else _CREDENTIAL_VALUE
+    return shape.fullmatch(value) is not None

@@ -205,7 +205,8 @@ _ANCHORS = (
 # Case-insensitive words that start a shape wherever they are ...
 _WORDS = ("bearer", "sessionkey=", "aws")
 # ... and field names that do only when a value follows (`"token": `, `password=`; not `max_tokens`).
-_FIELD_WORDS = ("token", "secret", "key", "password", "passwd", "pwd", "passphrase", "credential", "sig", "auth")
+_FIELD_WORDS = ("token", "secret", "key", "password", "passwd", "pwd", "passphrase", "pass", "credential",
+                "credentials", "sig", "auth")
 _BASIC_AUTH_HINT = re.compile(r"://[^\s/@\"']+@")
 _UUID_RE = re.compile(_UUID)
 _BYTE_ANCHORS = tuple(anchor.encode() for anchor in _ANCHORS)
@@ -287,7 +288,7 @@ def find_secrets(text: str, known: Mapping[str, str] | None = None) -> list[tupl
 # (harness.cassette.credential_names decides whether the whole name is one).
 _NAMED = re.compile(
     r"""(?i)(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]{0,48}?(?:key|token|secret|password|passwd|pwd|passphrase|"""
-    r"""credentials?|signature|sig|auth))(?![A-Za-z0-9_.-])(\\?["']?)\s*([:=]|=>|>)\s*\\?["']?"""
+    r"""credentials?|signature|sig|auth|pass))(?![A-Za-z0-9_.-])(\\?["']?)\s*([:=]|=>|>)\s*\\?["']?"""
     r"""([^\s"'`&,;<>\\()\[\]{}|]+)"""
 )
 
@@ -297,7 +298,8 @@ _QUERY_FIELD = re.compile(r"""query["']?\s*[:=]\s*["']?$""")  # a cassette's sto
 
 def named_values(text: str) -> list[tuple[int, int, str]]:
     """(start, end, kind) of every value a credential's name holds in `text`. In a query (`?key=` or `&key=`)
-    any value is one; elsewhere a value that looks like one (`is_credential_value`: a digit, 8 characters)."""
+    any value is one; elsewhere a value that looks like one (`is_credential_value`: a digit, 8 characters), or
+    any value of 8 characters for a field the SDK's types define as a credential (`SECRET_FIELDS`)."""
     found = []
     for match in _NAMED.finditer(text):
         name, quote, separator, value = match.groups()
@@ -307,8 +309,10 @@ def named_values(text: str) -> list[tuple[int, int, str]]:
         form = separator == "=" and not quote  # `key=value` in a form body or a line of text
         if not is_credential_name(name, in_query=form):
             continue
-        if (in_query and not is_placeholder(value)) or is_credential_value(value):
-            found.append((match.start(4), match.end(4), "credential"))
+        sdk_field = SECRET_FIELDS.get(name.lower().replace("-", "_"))  # a credential whatever its shape, as in JSON
+        if (in_query and not is_placeholder(value)) or is_credential_value(value, name) or (
+                sdk_field and is_secret_value(value)):
+            found.append((match.start(4), match.end(4), sdk_field or "credential"))
     return found
 
 
@@ -412,7 +416,7 @@ def field_secret_kind(key: str, value: str, holder: Mapping[str, Any]) -> str | 
     kind = secret_field_kind(key, holder)
     if kind and is_secret_value(value):
         return field_kind(value, kind)
-    if is_credential_name(key) and is_credential_value(value):
+    if is_credential_name(key) and is_credential_value(value, key):
         return field_kind(value, CREDENTIAL_FIELDS.get(key.lower().replace("-", "_"), "credential"))
     return None
 

@@ -37,6 +37,11 @@ def may_record(mode: str) -> bool:
     return mode != "none"
 
 
+def record_instead(mode: str) -> str:
+    """The mode to run in to record what a run in `mode` (one that may not record) refused to send."""
+    return "once (or new_episodes)" if mode == "none" else "new_episodes (or rewrite)"
+
+
 # How far each mode may go beyond replaying, least first: fork re-records only from the first divergence, all
 # sends every request but keeps what it does not renew, rewrite starts the file afresh.
 _LATITUDE = {"none": 0, "once": 1, "new_episodes": 2, "fork": 3, "all": 4, "rewrite": 5}

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx2
 
-from harness.cassette import modes, transport
+from harness.cassette import modes, other_clients, transport, verdict
 from harness.cassette.capture import Capture, spans_for
 from harness.cassette.fork import ForkReport, spend_of
 from harness.cassette.format import CassetteFile
@@ -40,6 +40,8 @@ from harness.cassette.sequence import ToolResultDrift
 from harness.cassette.shared_tls import shared_tls_contexts
 from harness.cassette.storage import Storage, Turn, recording_turn
 from harness.cassette.transport import REPLAYED_HEADER, AmbiguousCassette
+from harness.cassette.verdict import MissWarning, UnplayedInteractions, UnplayedWarning, Verdict
+from harness.egress import egress_guard
 from harness.errors import CassetteError
 from harness.normalize import Normalization
 
@@ -47,6 +49,11 @@ if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 else:  # OpenTelemetry is an optional extra: at run time (typing.get_type_hints) the hint reads as Any
     TracerProvider = Any
+
+# What a request to another host than loopback is told inside a block that may not record (issue 37 item 5).
+_REPLAY_HINT = ("{path} is replayed (mode {mode!r}), so code inside use_cassette may talk to loopback only. To record, "
+                "use use_cassette(..., mode='new_episodes') (or 'rewrite'), or pytest --record-mode=new_episodes.")
+
 
 def _checked(mode: str, path: str | Path) -> Mode:
     if not is_mode(mode):
@@ -235,8 +242,9 @@ class Cassette:
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[Cassette]:
-        """Route the requests sent from this context (this thread, this asyncio task) to this cassette."""
-        with transport.routing(self):
+        """Route the requests sent from this context (this thread, this asyncio task) to this cassette: the SDK's
+        (transport) and those of other HTTP libraries (other_clients)."""
+        with transport.routing(self), other_clients.intercepted():
             yield self
 
     def this_run(self) -> CassetteFile:
@@ -299,6 +307,10 @@ class use_cassette:  # a class, so one object is both the context manager and th
     (normalization rules and matching policy), `lock_timeout` (seconds to wait for another recorder of this
     cassette, else HARNESS_LOCK_TIMEOUT, else 300). `tracer_provider` (else OpenTelemetry's global one, when
     set) gets a GenAI chat span for each exchange the cassette records. A misspelt option fails at the call.
+
+    As the block ends (harness.cassette.verdict): a miss the code inside caught and swallowed is raised again
+    (`on_miss`: "fail", the default, "warn" or "ignore"); in a replay, recorded interactions never played warn
+    (`on_unplayed`: "warn", the default, "fail" raising UnplayedInteractions, or "ignore").
     """
 
     def __init__(
@@ -316,11 +328,15 @@ class use_cassette:  # a class, so one object is both the context manager and th
         normalize: Normalization | None = None,
         lock_timeout: float | None = None,
         tracer_provider: TracerProvider | None = None,
+        on_miss: Verdict = "fail",
+        on_unplayed: Verdict = "warn",
     ) -> None:
         self.path = Path(path)
         self.mode = _checked(mode, self.path)
         self.lock_timeout = lock_timeout
         self.tracer_provider = tracer_provider
+        self.on_miss = verdict.checked("on_miss", on_miss, self.path)
+        self.on_unplayed = verdict.checked("on_unplayed", on_unplayed, self.path)
         # Cassette's own options, as given: each use (a decorated function is called many times) builds one.
         self.options: dict[str, Any] = {
             "ignore_fields": ignore_fields, "scrubbers": scrubbers, "allow_repeats": allow_repeats,
@@ -341,6 +357,7 @@ class use_cassette:  # a class, so one object is both the context manager and th
             cassette.capture.spans = spans_for(self.tracer_provider)
             routing = contextlib.ExitStack()
             if cassette.write_protected:  # a replay: a client made inside needs no key (CI has none)
+                routing.enter_context(egress_guard(_REPLAY_HINT.format(path=self.path, mode=self.mode)))
                 routing.enter_context(placeholder_credential())
                 routing.enter_context(shared_tls_contexts())  # ...nor a CA bundle load of its own
             elif transport.records_on_loopback():  # recording against harness sim: no key either, for code that
@@ -362,11 +379,12 @@ class use_cassette:  # a class, so one object is both the context manager and th
                 cassette.save()
         finally:
             turn.release()
+        verdict.judge(cassette, on_miss=self.on_miss, on_unplayed=self.on_unplayed, raised=exc)
 
     def _again(self) -> use_cassette:
         """A fresh context with the same arguments: each call of a decorated function enters its own."""
-        return use_cassette(self.path, self.mode, lock_timeout=self.lock_timeout,
-                            tracer_provider=self.tracer_provider, **self.options)
+        return use_cassette(self.path, self.mode, lock_timeout=self.lock_timeout, tracer_provider=self.tracer_provider,
+                            on_miss=self.on_miss, on_unplayed=self.on_unplayed, **self.options)
 
     def __call__(self, function: Callable[..., Any]) -> Callable[..., Any]:
         if inspect.iscoroutinefunction(function):
@@ -392,6 +410,9 @@ __all__ = [
     "Cassette",
     "CassetteMismatch",
     "Lookup",
+    "MissWarning",
     "Mode",
+    "UnplayedInteractions",
+    "UnplayedWarning",
     "use_cassette",
 ]

@@ -152,7 +152,7 @@ def _named_fields(value: Any) -> Iterator[tuple[str, str]]:
     if isinstance(value, dict):
         name, item = value.get("name"), value.get("value")
         if (isinstance(name, str) and isinstance(item, str) and is_credential_name(name, in_query=True)
-                and is_credential_value(item)):
+                and is_credential_value(item, name)):
             yield "credential", item
         for key, item in value.items():
             if not isinstance(key, str):

@@ -107,6 +107,9 @@ class Player(Protocol):
 
 # Set while a replayed connection failure is being raised, so the SDK's retry waits zero seconds.
 _replaying_failure: contextvars.ContextVar[bool] = contextvars.ContextVar("replaying_failure", default=False)
+# Set while this seam sends a request on to the network and records it: the patches of other libraries
+# (harness.cassette.other_clients) let it through, so that the SDK's aiohttp transport is not recorded twice.
+passed_on: contextvars.ContextVar[bool] = contextvars.ContextVar("passed_on", default=False)
 
 
 class AmbiguousCassette(CassetteError, anthropic.AnthropicError):
@@ -230,7 +233,11 @@ class _CassetteTransport(httpx2.BaseTransport):
             from vcr.stubs.httpx_stubs import vcr_handle_request  # recording only: vcrpy costs replay 0.35 s
 
             send = vcr_handle_request(_VcrCapture(cassette), lambda _, sent: self.real.handle_request(sent), httpx2)
-            return send(self.real, request)
+            sending = passed_on.set(True)
+            try:
+                return send(self.real, request)
+            finally:
+                passed_on.reset(sending)
         except httpx2.TransportError as err:
             cassette.record_failure(request, raw_body, err)
             raise
@@ -257,7 +264,11 @@ class _AsyncCassetteTransport(httpx2.AsyncBaseTransport):
 
             send = vcr_handle_async_request(_VcrCapture(cassette),
                                             lambda _, sent: self.real.handle_async_request(sent), httpx2)
-            return await send(self.real, request)
+            sending = passed_on.set(True)
+            try:
+                return await send(self.real, request)
+            finally:
+                passed_on.reset(sending)
         except httpx2.TransportError as err:
             cassette.record_failure(request, raw_body, err)
             raise
@@ -315,12 +326,17 @@ def _has_no_credential(client: Any) -> bool:
 
 
 def _check_credential(cassette: Player, request: httpx2.Request) -> None:
-    """About to record: the placeholder key may go to loopback (the simulator) only."""
-    sent = [request.headers.get(name) for name in _CREDENTIAL_HEADERS]
-    if not any(value in _PLACEHOLDER_VALUES for value in sent) or _is_loopback(request.url.host):
+    check_credential(cassette, request.url.host, request.url.scheme, request.headers.multi_items())
+
+
+def check_credential(cassette: Player, host: str, scheme: str, headers: list[tuple[str, str]]) -> None:
+    """About to record: the placeholder key may go to loopback (the simulator) only. (Any client: litellm reads
+    ANTHROPIC_API_KEY, which a cassette recording against loopback sets to the placeholder.)"""
+    sent = [value for name, value in headers if name.lower() in _CREDENTIAL_HEADERS]
+    if not any(value in _PLACEHOLDER_VALUES for value in sent) or _is_loopback(host):
         return
     # An empty ANTHROPIC_BASE_URL (a simulator's URL file read before it was written) leaves the SDK no host.
-    where = f"{request.url.scheme}://{request.url.host}" if request.url.host else "an empty base URL"
+    where = f"{scheme}://{host}" if host else "an empty base URL"
     raise MissingCredential(
         f"no API key to record against {where}: set ANTHROPIC_API_KEY, or record "
         "against the local simulator (harness sim --port 8765 &, then ANTHROPIC_BASE_URL=http://127.0.0.1:8765)",
@@ -443,6 +459,12 @@ def routing(cassette: Player) -> Iterator[None]:
             if not _open_cassettes and _patches is not None:
                 _patches.close()
                 _patches = None
+
+
+def cassette_in_use() -> Player | None:
+    """The cassette a request sent from here goes to (None when none is open); AmbiguousCassette when several
+    are open and this thread or task entered none."""
+    return _cassette_for_this_context()
 
 
 def _cassette_for_this_context() -> Player | None:

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from harness.pytest_plugin.misses import bad_input_failure, miss_failure, missing_credential
-from harness.pytest_plugin.stash import AGENT_SDK_KEY, CASSETTE_KEY, FAILED_KEY
+from harness.pytest_plugin.stash import AGENT_SDK_KEY, CASSETTE_KEY, FAILED_KEY, VERDICTS_KEY
 
 # The plugin's parts, each a module registered with this one: the simulator, the options and markers, the
 # clients a test is handed and the fixtures that open its recording, --drift-report and the fork summary, and
@@ -65,23 +65,34 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         problems = _agent_sdk_problems(item, session)
         if problems:
             raise pytest.fail.Exception(problems, pytrace=False)
-    # A miss the test swallowed fails it; under --drift-report it is the report's to count instead.
-    failure = None if item.config.getoption("--drift-report", None) else miss_failure(item, active, None)
-    if failure is not None:
+    verdicts = item.stash.get(VERDICTS_KEY, {})
+    # A miss the test swallowed fails it (the marker's on_miss says "warn" or "ignore" otherwise); under
+    # --drift-report it is the report's to count instead.
+    on_miss = "ignore" if item.config.getoption("--drift-report", None) else verdicts.get("on_miss", "fail")
+    failure = None if on_miss == "ignore" else miss_failure(item, active, None)
+    if failure is not None and on_miss == "fail":
         raise failure
+    if failure is not None:
+        from harness.cassette.verdict import MissWarning
+
+        item.warn(MissWarning(str(failure)))
     from harness.pytest_plugin.shared import is_shared  # registered by pytest_plugins: imported there first
 
-    if active is not None and active.write_protected and not getattr(active, "allow_unused", False) and not (
+    on_unplayed = verdicts.get("on_unplayed", "fail")
+    if active is not None and active.misses and verdicts.get("on_miss", "fail") != "fail":
+        on_unplayed = "ignore"  # what a miss the marker allows leaves unplayed is its consequence, said already
+    if active is not None and active.write_protected and on_unplayed != "ignore" and not (
             is_shared(item, active.path)):  # several tests play it: checked once, at the end (pytest_shared)
         unplayed = active.unplayed
         if unplayed:
-            numbers = ", ".join(f"#{p + 1}" for p in unplayed[:10])
-            raise pytest.fail.Exception(
-                f"{active.path}: {len(unplayed)} recorded "
-                f"{'interaction was' if len(unplayed) == 1 else 'interactions were'} never played ({numbers}). "
+            from harness.cassette.verdict import UnplayedWarning, unplayed_message
+
+            message = unplayed_message(active.path, unplayed, hint=(
                 "The test no longer makes these requests: re-record (--record-mode=rewrite) or mark the test "
-                "@pytest.mark.cassette(allow_unused=True)."
-            )
+                "@pytest.mark.cassette(allow_unused=True)."))
+            if on_unplayed == "fail":
+                raise pytest.fail.Exception(message)
+            item.warn(UnplayedWarning(message))
     return result
 
 

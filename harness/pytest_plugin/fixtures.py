@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from harness.cassette.modes import write_protected
 from harness.pytest_plugin.clients import CLIENT_OPTIONS
 from harness.pytest_plugin.marker import MARKER_OWN, cassette_path_of, keywords_of, marker_keywords, unknown_options
 from harness.pytest_plugin.misses import next_step
 from harness.pytest_plugin.network import network_blocked
 from harness.pytest_plugin.options import decide_mode
 from harness.pytest_plugin.simulator import simulator_url
-from harness.pytest_plugin.stash import AGENT_SDK_KEY, CASSETTE_KEY, FAILED_KEY, PROJECT_ROOTS_KEY
+from harness.pytest_plugin.stash import AGENT_SDK_KEY, CASSETTE_KEY, FAILED_KEY, PROJECT_ROOTS_KEY, VERDICTS_KEY
 
 if TYPE_CHECKING:
     from harness.agent_sdk import AgentSdkSession
@@ -109,8 +110,17 @@ def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> 
 
     faults = options.pop("faults", None)
     allow_unused = bool(options.pop("allow_unused", bool(faults)))
+    # The plugin judges a miss and unplayed recordings after the call, in pytest's words (an unplayed recording fails
+    # the test unless the marker says otherwise): the cassette itself says nothing at its exit, so nothing is said
+    # twice (harness.cassette.verdict).
+    verdicts = {"on_miss": options.pop("on_miss", "fail"),
+                "on_unplayed": options.pop("on_unplayed", "ignore" if allow_unused else "fail")}
     with contextlib.ExitStack() as stack:
         try:
+            from harness.cassette.verdict import checked
+
+            for name, value in verdicts.items():
+                checked(name, value, cassette_path)
             if faults:
                 # Chaos: the recorded run, with faults injected at the given request indexes. Replay only; a fatal
                 # fault leaves later recordings unplayed, which is the point rather than a stale cassette.
@@ -128,9 +138,9 @@ def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> 
                     cassette_path, faults=faults, **{k: v for k, v in options.items() if k in replay_options}
                 )
             else:
-                context = use_cassette(cassette_path, mode, **options)
-            if mode == "none":
-                stack.enter_context(network_blocked())
+                context = use_cassette(cassette_path, mode, on_miss="ignore", on_unplayed="ignore", **options)
+            if write_protected(mode, cassette_path.exists()):  # what may not record may not reach the network
+                stack.enter_context(network_blocked(mode))
             elif (url := simulator_url(request)) is not None:
                 # Recording against --simulator (or the `simulator` fixture): a client the agent builds itself goes
                 # there too, with no key (the cassette gives a keyless client a placeholder, sent to loopback only).
@@ -147,7 +157,8 @@ def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> 
             problem = None
         if problem is not None:  # failed outside the except block: no "during handling" chain on the screen
             _open_failure(request, problem)
-        active.allow_unused = allow_unused
+        active.allow_unused = verdicts["on_unplayed"] != "fail"  # the shared-cassette check and the drift report
+        request.node.stash[VERDICTS_KEY] = verdicts
         from harness.pytest_plugin.shared import collect_recordings  # registered by pytest_plugins: imported first
 
         collect_recordings(request.node, active)  # a shared cassette in rewrite/all: written once, for the session
@@ -201,6 +212,8 @@ def agent_sdk(request: pytest.FixtureRequest, harness_config: dict[str, Any]) ->
     with contextlib.ExitStack() as stack:
         failure: HarnessError | None = None
         try:
+            if session.replaying:  # the CLI and anything the test starts reach loopback only, as in a cassette test
+                stack.enter_context(network_blocked(mode))
             stack.enter_context(session)
         except HarnessError as err:
             failure = err

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from harness.batches import BATCHES_PATH, batch_exchanges
 from harness.errors import CassetteError
 from harness.jsondata import canonical_json, fingerprint
+from harness.patterns import BadPattern, PatternTimeout, schema_validator
 from harness.run import Exchange, Usage
 from harness.trajectory.calls import attach_results, blocks_of, tool_calls_of
 from harness.trajectory.parts import Attempt, FailedRequest, Run, Step
@@ -287,15 +288,20 @@ def _structured_output(request: Mapping[str, Any], step: Step) -> dict[str, Any]
     except ValueError as err:
         verdict["problem"] = f"the answer is not JSON: {err}"
         return verdict
-    from jsonschema import Draft202012Validator  # here: only runs that asked for structured output pay for it
-    from jsonschema.exceptions import SchemaError
+    from jsonschema.exceptions import SchemaError  # here: only runs that asked for structured output pay for it
 
     try:
         error = next(
-            iter(Draft202012Validator(schema if isinstance(schema, Mapping) else {}).iter_errors(instance)), None
+            iter(schema_validator(schema if isinstance(schema, Mapping) else {}).iter_errors(instance)), None
         )
     except SchemaError as err:
         verdict["problem"] = f"the request's schema is not a JSON Schema: {err.message}"
+        return verdict
+    except PatternTimeout as err:  # the schema came with the recording: its pattern is as untrusted as the rest
+        verdict["problem"] = f"the request's schema: {err}"
+        return verdict
+    except BadPattern as err:
+        verdict["problem"] = f"the request's schema has a pattern that does not compile: {err}"
         return verdict
     if error is not None:
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path) or "the answer"
