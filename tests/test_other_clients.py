@@ -191,3 +191,27 @@ def test_litellm_in_mode_none_with_a_changed_prompt_sends_nothing_and_fails_at_t
         assert bystander.requests_seen == 0
     assert "temperature" in str(raised.value) or any("temperature" in note for note in raised.value.__notes__)
 
+
+
+def test_a_replay_through_the_sdk_alone_loads_no_vcrpy(tmp_path: Path) -> None:
+    """vcrpy's patches cost 0.18 s of imports; a process that imported only the SDK pays nothing for them."""
+    import subprocess
+    import sys
+
+    import anthropic
+
+    path = tmp_path / "sdk.yaml"
+    with Simulator() as sim, use_cassette(path, mode="once"):
+        anthropic.Anthropic(base_url=sim.base_url, api_key="k" * 40, max_retries=0).messages.create(**ASK)
+    script = f"""
+import sys
+import anthropic
+from harness import use_cassette
+with use_cassette({str(path)!r}, mode="none"):
+    anthropic.Anthropic(base_url="http://127.0.0.1:9", max_retries=0).messages.create(**{ASK!r})
+loaded = [name for name in ("vcr", "httpx", "requests", "urllib3") if name in sys.modules]
+print("loaded:", loaded)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "loaded: []" in done.stdout

@@ -16,6 +16,7 @@ name's last word rather than by a list of exact names, since every service spell
 
 from __future__ import annotations
 
+import functools
 import re
 
 # The last word of a credential's name.
@@ -44,6 +45,7 @@ def name_words(name: str) -> list[str]:
     return [word for word in re.split(r"[_\-.\s]+", _CAMEL.sub("_", name).lower()) if word]
 
 
+@functools.lru_cache(maxsize=4096)  # asked for every key of every body the recorder writes; names repeat
 def is_credential_name(name: str, *, in_query: bool = False) -> bool:
     """Whether `name` says its value is a credential; `in_query`: a query or form parameter, where `key`,
     `sig`, `signature` and `auth` alone count too."""
