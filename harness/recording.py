@@ -4,7 +4,8 @@ A `RecordJob` is one cassette to record and a function that records it and says 
 them, `concurrency` at a time, reports each as it ends and sums up what could not be recorded.
 `record_scenario` records one run of any scenario (the `harness.scenarios.Scenario` protocol: the project's or
 a set's) with clients from the environment (`client_options` checks there is something to record against) or
-the options given. Used by `harness record`, by a package's scenario set recording its own (the demo's, against
+the options given; a run none of whose requests was answered (a dead or wrong base URL) is refused, and
+nothing is written. Used by `harness record`, by a package's scenario set recording its own (the demo's, against
 an in-process simulator), and by bench/trials.py.
 """
 
@@ -142,9 +143,16 @@ def record_scenario(item: Scenario, path: Path, *, pacer: Pacer | None = None, *
     """Run a scenario and record it afresh to `path`. The clients it builds come from the environment and
     `client_options`; with `pacer`, every Messages API attempt of those clients waits for it."""
     from harness.cassette.recorder import use_cassette
+    from harness.cassette.storage import answered, unanswered_reason
     from harness.scenarios import client_factory
 
     middleware = [pacer.middleware()] if pacer is not None else []
+    existed = path.exists()
     with use_cassette(path, mode="rewrite") as cassette:
         returned = item.run(client_factory(item, middleware=middleware, **client_options))
+        if cassette.new_interactions and not answered(cassette.new_interactions):
+            # Raised inside the block, so nothing is written: a run never answered is no recording of the agent
+            # (an agent that catches its client's errors, as run_loop does, returns as if all were well).
+            kept = "the previous recording is kept" if existed else "nothing written"
+            raise HarnessError(f"{unanswered_reason(cassette.new_interactions)}; {kept}")
     return Recorded(path, returned, cassette.this_run())

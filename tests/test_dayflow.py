@@ -306,3 +306,16 @@ def test_record_then_replay_without_any_server(
     replayed = capsys.readouterr()
     assert "local simulator" not in replayed.err  # replay needs no server at all
     assert replayed.out == recorded.out
+
+
+def test_a_replay_that_misses_says_so_in_one_screen_and_exits_1(
+    no_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The loop ends its run on the miss; the cassette raises it as its block ends (issue 37): no traceback."""
+    cassette = tmp_path / "dayflow.yaml"
+    assert main(["brief", "--mode", "record", "--cassette", str(cassette)]) == 0
+    capsys.readouterr()
+    assert main(["brief", "--mode", "replay", "--cassette", str(cassette), "--model", "claude-opus-5"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"dayflow brief: {cassette}: request #1 (POST /v1/messages) has no recording")
+    assert "Traceback" not in err

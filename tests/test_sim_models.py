@@ -22,6 +22,8 @@ from tests.harness_processes import READY_TIMEOUT, start_serving_thread
 from tests.unseen_agent import SCHEMAS, TOOLS, run_agent
 
 ASK = {"max_tokens": 1024, "tools": TOOLS, "messages": [{"role": "user", "content": "Order a rake"}]}
+# Words that call for every tool of the order desk (search, order, schedule the delivery).
+EVERY_TOOL = "Search the products for a rake, order it and schedule the delivery"
 
 
 @pytest.fixture
@@ -51,7 +53,7 @@ def test_an_unclaimed_claude_model_id_is_answered_by_sim_auto_and_says_so(client
     assert raw.headers["x-harness-sim-model"] == "sim-auto"
     message = raw.parse()
     assert message.stop_reason == "tool_use"
-    assert [name for name, _ in _calls(message)] == [tool["name"] for tool in TOOLS]
+    assert [name for name, _ in _calls(message)] == ["create_order"]  # the tool "Order a rake" calls for
     no_tools = client.messages.create(model="claude-sonnet-5", max_tokens=100,
                                       messages=[{"role": "user", "content": "hello there"}])
     assert no_tools.stop_reason == "end_turn"
@@ -80,19 +82,22 @@ def test_the_default_model_answers_claude_ids_and_a_bad_one_is_refused() -> None
 
 # -- sim-auto -------------------------------------------------------------------------------------------------
 
-def test_sim_auto_calls_each_tool_once_in_parallel_then_quotes_every_result(client: anthropic.Anthropic) -> None:
-    replies = run_agent(client, "Order a rake")
-    assert [reply.stop_reason for reply in replies] == ["tool_use", "end_turn"]
-    for name, tool_input in _calls(replies[0]):
-        assert _valid(name, tool_input), (name, tool_input)
+def test_sim_auto_calls_each_tool_the_words_call_for_then_quotes_every_result(client: anthropic.Anthropic) -> None:
+    # Each call needs inputs the words do not hold (a SKU, a customer): each waits a turn for the one before it.
+    replies = run_agent(client, EVERY_TOOL)
+    assert [reply.stop_reason for reply in replies] == ["tool_use", "tool_use", "tool_use", "end_turn"]
+    assert [_calls(reply)[0][0] for reply in replies[:3]] == ["search_products", "create_order", "schedule_delivery"]
+    for reply in replies[:3]:
+        for name, tool_input in _calls(reply):
+            assert _valid(name, tool_input), (name, tool_input)
     answer = replies[-1].content[0].text
     assert "search_products returned" in answer and "schedule_delivery returned" in answer
     assert "create_order" in answer
-    assert run_agent(client, "Order a rake")[0].model_dump() == replies[0].model_dump()  # deterministic
+    assert run_agent(client, EVERY_TOOL)[0].model_dump() == replies[0].model_dump()  # deterministic
 
 
 def test_sim_auto_options_serial_rounds_and_until_corrected(client: anthropic.Anthropic) -> None:
-    serial = run_agent(client, "Order a rake", model="sim-auto:serial,rounds=2")
+    serial = run_agent(client, EVERY_TOOL, model="sim-auto:serial,rounds=2")
     assert [len(_calls(reply)) for reply in serial] == [1, 1, 1, 1, 1, 1, 0]
     assert [_calls(r)[0][0] for r in serial[:3]] == ["search_products", "create_order", "schedule_delivery"]
     for reply in serial[:-1]:
@@ -120,7 +125,7 @@ def test_until_corrected_calls_a_failed_tool_again_and_answers_once_it_succeeds(
     messages = [*ASK["messages"], *_after_results(first, {"create_order"})]
     retry = client.messages.create(model=model, **{**ASK, "messages": messages})
     assert [name for name, _ in _calls(retry)] == ["create_order"]
-    assert _calls(retry)[0][1] != _calls(first)[1][1] and _valid("create_order", _calls(retry)[0][1])
+    assert _calls(retry)[0][1] != _calls(first)[0][1] and _valid("create_order", _calls(retry)[0][1])
     corrected = [*messages, *_after_results(retry, set())]
     answer = client.messages.create(model=model, **{**ASK, "messages": corrected})
     assert answer.stop_reason == "end_turn"

@@ -237,6 +237,31 @@ def test_cache_control_writes_then_reads_the_prefix() -> None:
     assert total == uncached.input_tokens
 
 
+@pytest.mark.parametrize(
+    ("model", "minimum"),
+    [("claude-sonnet-4-5", 1024), ("claude-opus-4-6", 4096), ("claude-haiku-4-5-20251001", 4096),
+     ("claude-opus-4-7", 2048), ("claude-opus-5", 512), ("claude-sonnet-5", 1024)],
+)
+def test_a_prefix_below_the_models_minimum_cacheable_length_writes_no_cache(model: str, minimum: int) -> None:
+    """The API caches no prefix shorter than its model's minimum, silently: no write, no error (a 2-word prompt marked
+    for caching reported a write before). The simulator counts a token as 4 characters."""
+
+    def usage(client: anthropic.Anthropic, characters: int) -> Any:
+        system = [{"type": "text", "text": "x" * characters, "cache_control": {"type": "ephemeral"}}]
+        return client.messages.create(model=model, max_tokens=100, system=system,
+                                      messages=[{"role": "user", "content": "Two words."}]).usage
+
+    with Simulator() as sim:
+        client = anthropic.Anthropic(base_url=sim.base_url, api_key="k", max_retries=0)
+        short = usage(client, 4 * (minimum - 20))
+        long = usage(client, 4 * minimum)
+        again = usage(client, 4 * (minimum - 20))  # the short prefix was never cached: nothing to read either
+    assert short.cache_creation_input_tokens == 0 and short.cache_read_input_tokens == 0
+    assert short.input_tokens > minimum - 20
+    assert long.cache_creation_input_tokens >= minimum
+    assert again.cache_read_input_tokens == 0 and again.cache_creation_input_tokens == 0
+
+
 def test_unknown_path_is_a_not_found_error_and_health_answers() -> None:
     with Simulator() as sim:
         missing = httpx2.post(sim.base_url + "/v1/complete", json={}, headers=KEY)

@@ -245,21 +245,25 @@ def test_sim_auto_drives_the_sdks_memory_tool_through_the_beta_tool_runner(
 
 
 @pytest.mark.parametrize(
-    ("tool", "key", "first"),
+    ("tool", "key", "first", "ask"),
     [
-        ({"type": "bash_20250124", "name": "bash"}, "command", None),
-        ({"type": "text_editor_20250728", "name": "str_replace_based_edit_tool"}, "command", "create"),
+        ({"type": "bash_20250124", "name": "bash"}, "command", None, "Run a shell command that prints the date."),
+        ({"type": "text_editor_20250728", "name": "str_replace_based_edit_tool"}, "command", "create",
+         "Create a text file with my notes in it."),
         (
             {"type": "computer_20250124", "name": "computer", "display_width_px": 1024, "display_height_px": 768},
             "action",
             "screenshot",
+            "Take a screenshot of the screen.",
         ),
     ],
 )
 def test_sim_auto_calls_bash_text_editor_and_computer_with_their_published_inputs(
-    c: anthropic.Anthropic, tool: dict[str, Any], key: str, first: str | None
+    c: anthropic.Anthropic, tool: dict[str, Any], key: str, first: str | None, ask: str
 ) -> None:
-    message = c.beta.messages.create(model="sim-auto", max_tokens=500, messages=ASK, tools=[tool])
+    # Each is asked for in words that call for it: sim-auto calls only the tools a request's words call for.
+    messages = [{"role": "user", "content": ask}]
+    message = c.beta.messages.create(model="sim-auto", max_tokens=500, messages=messages, tools=[tool])
     (call,) = [block for block in message.content if block.type == "tool_use"]
     assert call.name == tool["name"] and isinstance(call.input[key], str)
     if first:
@@ -287,7 +291,8 @@ def test_a_deferred_tool_is_called_only_after_a_tool_search_surfaced_it(c: anthr
 def test_chat_first_answers_the_first_turn_without_tools_then_calls_them(c: anthropic.Anthropic) -> None:
     hello = c.messages.create(model="sim-auto:chat-first", max_tokens=500, messages=ASK, tools=[WEATHER_TOOL])
     assert [block.type for block in hello.content] == ["text"] and hello.stop_reason == "end_turn"
-    follow = [*ASK, {"role": "assistant", "content": hello.content}, {"role": "user", "content": "Check it now."}]
+    follow = [*ASK, {"role": "assistant", "content": hello.content},
+              {"role": "user", "content": "Check the weather now."}]
     second = c.messages.create(model="sim-auto:chat-first", max_tokens=500, messages=follow, tools=[WEATHER_TOOL])
     assert second.stop_reason == "tool_use"
 
@@ -357,7 +362,7 @@ def _history() -> list[dict[str, Any]]:
             },
             {"role": "assistant", "content": f"It is sunny in city {n}."},
         ]
-    return [*turns, {"role": "user", "content": "Thanks; what about tomorrow?"}]
+    return [*turns, {"role": "user", "content": "Thanks; what about the weather tomorrow?"}]
 
 
 def test_a_compaction_request_answers_a_compaction_block_that_later_requests_start_from(
@@ -371,7 +376,8 @@ def test_a_compaction_request_answers_a_compaction_block_that_later_requests_sta
     assert compacted.stop_reason == "compaction"
     (iteration,) = compacted.usage.iterations
     assert iteration.type == "compaction" and iteration.input_tokens > compacted.usage.input_tokens
-    later = [{"role": "assistant", "content": [block.to_dict()]}, {"role": "user", "content": "Go on."}]
+    later = [{"role": "assistant", "content": [block.to_dict()]},
+             {"role": "user", "content": "Go on: the weather in Paris?"}]
     answer = c.beta.messages.create(model=MODEL, max_tokens=500, messages=later, tools=[WEATHER_TOOL])
     assert answer.stop_reason == "tool_use"  # a new task after the summary; the conversation starts from it
 

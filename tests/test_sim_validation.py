@@ -194,15 +194,31 @@ def test_first_message_must_be_user(client: anthropic.Anthropic) -> None:
 
 
 @pytest.mark.parametrize("role", ["user", "assistant"])
-def test_roles_must_alternate(client: anthropic.Anthropic, role: str) -> None:
-    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+def test_consecutive_turns_of_one_role_are_combined(client: anthropic.Anthropic, role: str) -> None:
+    """The SDK's MessageCreateParams: "Consecutive `user` or `assistant` turns in your request will be combined into
+    a single turn" (this pinned a 400 "roles must alternate" before; instructor's JSON-mode retry sends two user
+    turns in a row)."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
     messages.insert(2 if role == "assistant" else 1, {"role": role, "content": "again"})
     if role == "assistant":
-        messages.append({"role": "user", "content": "and?"})
+        messages.append({"role": "user", "content": [{"type": "text", "text": "and?"}]})
+    reply = client.messages.create(model="sim-echo", max_tokens=100, messages=messages)  # type: ignore[arg-type]
+    said = "and?" if role == "assistant" else "hi\nagain"  # the two user turns are one turn to the model
+    assert reply.stop_reason == "end_turn" and reply.content[0].text == f"You said: {said}"  # type: ignore[union-attr]
+    counted = client.messages.count_tokens(model="sim-echo", messages=messages)  # type: ignore[arg-type]
+    assert counted.input_tokens > 0
+
+
+def test_a_user_turn_after_the_tool_results_joins_them(client: anthropic.Anthropic) -> None:
+    messages = [*_tool_turns(), {"role": "user", "content": "and one more thing"}]
+    reply = client.messages.create(model="sim-echo", max_tokens=100, tools=[TOOL], messages=messages)  # type: ignore[arg-type]
+    assert reply.content[0].text == "You said: and one more thing"  # type: ignore[union-attr]
+    # combined, the results must still come first, as the API asks of the turn after a tool_use
+    early = [*_tool_turns()[:2], {"role": "user", "content": "wait"}, _tool_turns()[2]]
     _assert_invalid(
-        _post(client, {"model": "m", "max_tokens": 10, "messages": messages}),
-        f'messages: roles must alternate between "user" and "assistant", but found multiple "{role}" '
-        "roles in a row",
+        _post(client, {"model": "sim-echo", "max_tokens": 10, "tools": [TOOL], "messages": early}),
+        "messages.2: Did not find 1 `tool_result` block(s) at the beginning of this message. Messages following "
+        "`tool_use` blocks must begin with a matching number of `tool_result` blocks.",
     )
 
 

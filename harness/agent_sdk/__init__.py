@@ -34,7 +34,8 @@ from types import TracebackType
 from typing import Any, Literal
 
 from harness.cassette.recorder import Cassette, Mode
-from harness.cassette.sequence import ToolResultDrift
+from harness.cassette.tolerant import HarnessDriftWarning as HarnessDriftWarning
+from harness.cassette.tolerant import ToleratedDifference
 from harness.errors import CassetteError, absolute
 from harness.normalize import Normalization
 
@@ -43,10 +44,6 @@ SIMULATOR = "simulator"
 # The key sent in replay never leaves the machine; the CLI insists on having one.
 REPLAY_KEY = "replay-key-not-a-secret"
 Level = Literal["http", "transport"]
-
-
-class HarnessDriftWarning(UserWarning):
-    """A request served under the `sequence` policy although its tool output differs from the recording."""
 
 
 @dataclass
@@ -181,7 +178,7 @@ class AgentSdkSession:
 
     # -- after the run ---------------------------------------------------------------------------------
     @property
-    def drifts(self) -> list[ToolResultDrift]:
+    def drifts(self) -> list[ToleratedDifference]:
         return list(self.cassette.drifts) if self.cassette is not None else []
 
     def first_miss(self) -> str | None:

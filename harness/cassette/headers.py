@@ -32,6 +32,7 @@ RESPONSE_HEADERS_KEPT = frozenset(
         "x-should-retry",
         "x-harness-simulator",
         "x-harness-sim-model",
+        "x-harness-sim-invented",  # the tool inputs a simulator model made up: bless compares them by shape
     }
 )
 RESPONSE_HEADER_PREFIXES_KEPT = ("anthropic-ratelimit-",)

@@ -9,8 +9,9 @@ Sequence modes (`mode`):
 
 Argument modes (`args`, per tool in `tools`): exact (equal after leaving out `ignore_paths`), ignore
 (names only), subset (the call's arguments are a part of the expected ones), superset (the call has
-at least the expected arguments, with their values). An expected call without `input` matches on its
-name alone. Unordered modes find a maximum bipartite matching, never a greedy first fit.
+at least the expected arguments, with their values). An expected call's `shape_paths` are compared by JSON
+type only (what a simulator made up: `harness bless` writes them from the cassette). An expected call
+without `input` matches on its name alone. Unordered modes find a maximum bipartite matching, never a greedy first fit.
 
 Every result carries a `score`: the F1 of the tool calls (precision: matched calls / calls made; recall:
 matched calls / calls expected) under the maximum matching the mode allows (a bipartite matching for the
@@ -115,7 +116,27 @@ class _Rules:
         if "input" not in expected:
             return []
         mode, paths = self.per_tool.get(call.name, (self.args, self.ignore))
-        return argument_mismatches(drop_paths(call.input, paths), drop_paths(expected["input"], paths), mode)
+        actual, wanted = drop_paths(call.input, paths), drop_paths(expected["input"], paths)
+        for shaped in (parse_path(path) for path in expected.get("shape_paths") or []):
+            actual, wanted = _typed_at(actual, shaped), _typed_at(wanted, shaped)
+        return argument_mismatches(actual, wanted, mode)
+
+
+def _json_type(value: Any) -> str:
+    kinds = ((bool, "<boolean>"), (int | float, "<number>"), (dict, "<object>"), (list, "<array>"), (str, "<string>"))
+    return next((name for kind, name in kinds if isinstance(value, kind)), "<null>")
+
+
+def _typed_at(value: Any, path: tuple[str, ...]) -> Any:
+    """`value` with what `path` names replaced by its JSON type: a `shape_paths` entry is compared by type only."""
+    if not path:
+        return _json_type(value)
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        return {key: _typed_at(item, rest) if head in ("*", key) else item for key, item in value.items()}
+    if isinstance(value, list) and (head == "*" or head.isdigit()):
+        return [_typed_at(item, rest) if head in ("*", str(i)) else item for i, item in enumerate(value)]
+    return value
 
 
 def _describe(expected: Mapping[str, Any]) -> str:
@@ -412,6 +433,7 @@ def trajectory_match(trajectory: Trajectory, params: Mapping[str, Any]) -> Check
     ).graded(score["f1"])
 
 
+_PATHS = {"type": "array", "items": {"type": "string", "minLength": 1}}
 _EXPECTED_CALL = {
     "type": "object",
     "additionalProperties": False,
@@ -419,6 +441,11 @@ _EXPECTED_CALL = {
     "properties": {
         "name": {"type": "string", "minLength": 1},
         "input": {"type": "object", "description": "expected arguments; leave out to match on the name alone"},
+        "shape_paths": {
+            **_PATHS,
+            "description": "argument paths compared by JSON type only, not by value ($ for the whole input): "
+            "what a simulator made up (harness bless writes them)",
+        },
         "turn": {
             "type": ["string", "integer"],
             "description": "calls with one label come in one assistant turn (parallel); different labels, "
@@ -426,7 +453,6 @@ _EXPECTED_CALL = {
         },
     },
 }
-_PATHS = {"type": "array", "items": {"type": "string", "minLength": 1}}
 
 CHECKS = (
     CheckSpec(

@@ -37,6 +37,7 @@ from rich.markup import escape
 from rich.syntax import Syntax
 
 from harness import commands
+from harness.cassette.format import CassetteFile
 from harness.checks.answer import headings
 from harness.checks.base import CheckResult
 from harness.checks.registry import CHECKS, run_check
@@ -44,7 +45,9 @@ from harness.errors import GoldenError, HarnessError, absolute
 from harness.evals.golden import read_json, relative_to_root, validate_golden
 from harness.files import atomic_write_text
 from harness.project import Project, load_project
-from harness.trajectory import Trajectory, load_trajectory
+from harness.run import ToolCall
+from harness.sim.conversation import INVENTED_HEADER
+from harness.trajectory import Trajectory, load_cassette_any, load_trajectory
 
 __all__ = [
     "Blessing", "LeftOut", "add_arguments", "bless_golden", "default_golden_path", "merge_golden", "propose_checks",
@@ -138,19 +141,44 @@ def _inbox_items(trajectory: Trajectory) -> tuple[list[dict[str, str]], list[dic
     return list(promotional.values()), list(needs_reply.values())
 
 
+def invented_inputs(cassette: CassetteFile) -> dict[str, list[str]]:
+    """{tool_use id: input paths} that a simulator model made up (its `x-harness-sim-invented` response header)."""
+    found: dict[str, list[str]] = {}
+    for interaction in cassette.interactions:
+        response = interaction.get("response")
+        headers = response.get("headers") if isinstance(response, Mapping) else None
+        value = {str(k).lower(): v for k, v in headers.items()}.get(INVENTED_HEADER) if isinstance(
+            headers, Mapping) else None
+        try:
+            marked = json.loads(value) if isinstance(value, str) else None
+        except ValueError:
+            marked = None
+        for tool_use_id, paths in marked.items() if isinstance(marked, dict) else ():
+            if isinstance(paths, list) and all(isinstance(path, str) for path in paths):
+                found[str(tool_use_id)] = paths
+    return found
+
+
+def _expected_call(call: ToolCall, invented: Mapping[str, list[str]]) -> dict[str, Any]:
+    # What the simulator made up is not what the agent asked for: pinning it would fail the next honest recording.
+    made_up = invented.get(call.id)
+    return {"name": call.name, "input": call.input, **({"shape_paths": list(made_up)} if made_up else {})}
+
+
 def propose_checks(
-    trajectory: Trajectory, *, headroom: float = DEFAULT_HEADROOM
+    trajectory: Trajectory, *, headroom: float = DEFAULT_HEADROOM, invented: Mapping[str, list[str]] | None = None
 ) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
     """(check, derived params, default params) per check a run supports.
 
     Derived params come from the run and replace the old values on update; defaults are only set
-    when the golden has no value of its own.
+    when the golden has no value of its own. `invented` ({tool_use id: paths}, `invented_inputs`) names the tool
+    inputs a simulator made up: those are compared by shape (`shape_paths`), never pinned as exact values.
     """
     proposals: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         ("tool_ids_matched", {}, {}),
         ("outcome", _outcome_params(trajectory), {}),
     ]
-    calls = [{"name": call.name, "input": call.input} for call in trajectory.tool_calls]
+    calls = [_expected_call(call, invented or {}) for call in trajectory.tool_calls]
     if trajectory.steps:
         proposals.append(("trajectory_match", {"expected": calls}, {"mode": "unordered", "args": "exact"}))
     sections = headings(trajectory.final_text)
@@ -161,6 +189,9 @@ def propose_checks(
         proposals.append(("promotions_filtered", {"promotional": promotional, "needs_reply": needs_reply}, {}))
     if any(call.result and call.result.is_error for call in trajectory.tool_calls):
         proposals.append(("self_correction", {}, {"require_error": True}))
+    final = trajectory.final_step
+    if final is not None and final.output_schema is not None:  # the run asked for structured output
+        proposals.append(("output_schema", {"schema": final.output_schema}, {}))
     proposals.append(("budgets", _budget_params(trajectory, headroom), {}))
     if trajectory.tool_calls:
         proposals.append(("no_repeated_calls", {}, {"max_in_a_row": 2}))
@@ -180,6 +211,7 @@ def _merged(
     cassette_label: str,
     headroom: float,
     schema_ref: str | None,
+    invented: Mapping[str, list[str]] | None = None,
 ) -> tuple[dict[str, Any], list[int]]:
     """`existing` with the run-derived values replaced, and the ids of the checks this merge added."""
     if existing:
@@ -192,7 +224,7 @@ def _merged(
         cassettes.append(cassette_label)
     checks: list[dict[str, Any]] = golden.setdefault("checks", [])
     added: list[int] = []
-    for check, derived, defaults in propose_checks(trajectory, headroom=headroom):
+    for check, derived, defaults in propose_checks(trajectory, headroom=headroom, invented=invented):
         entry = _entry_for(checks, check)
         if entry is None:
             entry = {"check": check}
@@ -202,6 +234,8 @@ def _merged(
         if check == "outcome":  # one of stop_reason / error: the run decides which
             params.pop("stop_reason", None)
             params.pop("error", None)
+        if check == "output_schema" and "model" in params:  # the user's model stands for the schema
+            continue
         params.update(derived)
         for key, value in defaults.items():
             params.setdefault(key, value)
@@ -245,6 +279,7 @@ def bless_golden(
     cassette_label: str,
     headroom: float = DEFAULT_HEADROOM,
     schema_ref: str | None = None,
+    invented: Mapping[str, list[str]] | None = None,
 ) -> Blessing:
     """The golden after blessing `trajectory`, each proposed check run on the runs the golden selects (`run`):
     a proposal that fails there is left out, and named with the check's reason, so that `harness eval` of the
@@ -254,8 +289,8 @@ def bless_golden(
         seen = trajectory.select_runs(which)
     except ValueError as err:
         raise GoldenError(str(err), where="$.run") from None
-    golden, added = _merged(existing, seen, name=name,
-                            cassette_label=cassette_label, headroom=headroom, schema_ref=schema_ref)
+    golden, added = _merged(existing, seen, name=name, cassette_label=cassette_label, headroom=headroom,
+                            schema_ref=schema_ref, invented=invented)
     left_out: list[LeftOut] = []
     failing: list[CheckResult] = []
     kept = []
@@ -363,6 +398,7 @@ def run(args: argparse.Namespace) -> int:
             cassette_label=relative_to_root(cassette, root),
             headroom=args.headroom,
             schema_ref=schema_ref,
+            invented=invented_inputs(load_cassette_any(cassette)),
         )
     except GoldenError as err:
         raise GoldenError(err.reason, file=golden_path, where=err.where) from None

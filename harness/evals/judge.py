@@ -212,7 +212,8 @@ class Judge:
         mode = self._cassette_mode(path)
         self._loaded.pop(path, None)
         try:
-            with use_cassette(path, mode, allow_repeats=True) as cassette:
+            # One judgement a call: the others in the cassette are not this call's to play.
+            with use_cassette(path, mode, allow_repeats=True, on_unplayed="ignore") as cassette:
                 local = not os.environ.get("ANTHROPIC_API_KEY") and not os.environ.get("ANTHROPIC_AUTH_TOKEN")
                 client = anthropic.Anthropic(api_key=_LOCAL_KEY, max_retries=2) if local else anthropic.Anthropic()
                 try:

@@ -1,33 +1,37 @@
-"""`sim-auto`: a simulated model for any agent, its own tools included.
+"""`sim-auto`: a simulated model for any agent, its own tools included, that plays like a model, deterministically.
 
-For a request with tools it calls them with inputs made up from each tool's `input_schema` (valid
-against it; see `harness.sim.schema_instances`), then answers with end_turn, quoting every tool_result
-it received. By default every offered tool is called once, all in one turn (parallel tool use).
-Options, after a colon in the model name (`sim-auto:serial,rounds=2`) or in the simulator's default
-model (`harness sim --default-model sim-auto:until-corrected`):
+For a request with tools it calls the tools the user's words call for, and answers in text when none does (a
+greeting, a question no tool serves): word overlap between the current task's user text and each tool's name,
+parameters and description, with a threshold (`harness.sim.relevance`). Each input is filled from the
+conversation where the schema allows (the city the user named, a path, an expression, a key of an earlier
+result) and made up, valid against the schema, only where it must be (`harness.sim.arguments`); the paths it made
+up go out in the response header `x-harness-sim-invented`, which cassettes keep, so that `harness bless` compares
+them by shape only. Calls whose inputs the conversation holds are made together (parallel tool use); a call still
+missing an input waits a turn for their results (it depends on them). Once every chosen tool has answered, it
+answers with end_turn, quoting every tool_result it received. Options, after a colon in the model name
+(`sim-auto:serial,rounds=2`) or in the simulator's default model (`harness sim --default-model
+sim-auto:until-corrected`):
 
 - `serial`: one tool_use per turn (also what `disable_parallel_tool_use` asks for);
-- `rounds=N`: call every tool N times before answering;
-- `until-corrected`: a call whose result has `is_error` is made again with a new input (up to 3 tries),
+- `rounds=N`: call each chosen tool N times before answering;
+- `until-corrected`: a call whose result has `is_error` is made again with a new, made-up input (up to 3 tries),
   and the answer comes as soon as one such call has been corrected;
-- `chat-first[=N]`: the user's first turn (or first N turns) is answered without any tool, as a model does
-  when the user only says hello; tools are called from the next turn on. Code that chats first with
-  `messages.create` or a thread's `send` and hands later turns to a tool runner records with it (the SDK's
-  `examples/message_threads.py` chats for two turns: `sim-auto:chat-first=2`).
+- `chat-first[=N]`: the user's first turn (or first N turns) is answered without any tool, whatever it says.
 
 Server tools (web search, web fetch, code execution, tool search; `harness.sim.server_tools`) are used first,
 each `rounds` times a task, inside the same response: their results are played by the simulator. Anthropic-
-defined client tools (memory, bash, text editor, computer; `harness.sim.defined_tools`) are called like the
-agent's own, with inputs of their published shapes. A `defer_loading` tool is not called until a tool search
-has surfaced it.
+defined client tools (memory, bash, text editor, computer; `harness.sim.defined_tools`) are chosen by the words of
+what they do and called with inputs of their published shapes. A `defer_loading` tool is not called until a tool
+search has surfaced it.
 
 With `output_config.format` (structured outputs) the final answer is an instance of the schema, the same
 for the same request (`harness.sim.structured`).
 
-`tool_choice` is honoured as the real API does: `none` answers without tools, `any` and `tool` always
-call (the named tool for `tool`) and write no text before the call. Inputs are seeded from the
-simulator's seed, the tool's name and schema, and how many times the conversation already called the
-tool, so the same request gets the same answer and a re-recording gives the same cassette.
+`tool_choice` is honoured as the real API does: `none` answers without tools; `any` and `tool` always call and
+write no text before the call: `tool` the named tool, `any` the chosen tools, else the tool that fits the request
+best, and once the chosen tools have answered a tool for giving the answer (smolagents' `final_answer`). Made-up
+inputs are seeded from the simulator's seed, the tool's name and schema, and how many times the conversation
+already called the tool, so the same request gets the same answer and a re-recording gives the same cassette.
 """
 
 from __future__ import annotations
@@ -37,10 +41,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.sim.arguments import Filled, Sources, fill, is_identifier
 from harness.sim.conversation import Conversation, Reply, ToolExchange, text_block, tool_use_block
 from harness.sim.defined_tools import defined_kind, input_for
 from harness.sim.ids import request_fingerprint
-from harness.sim.schema_instances import SchemaUnsatisfied, instance_for
+from harness.sim.relevance import Profile, best_for, chosen, profile
+from harness.sim.schema_instances import SchemaUnsatisfied
 from harness.sim.server_tools import (
     RESULT_TYPES,
     SERVER_LOOP_LIMIT,
@@ -132,31 +138,122 @@ def _answer(conversation: Conversation, options: AutoOptions, seed: int) -> Repl
     if not tools:
         return _final(conversation, _task(conversation), played)
     exchanges = _task(conversation)
-    pending = _pending(tools, exchanges, options)
-    if pending is None and forced and not played:  # the API makes the model call a tool: go round again
-        pending = [tools[len(exchanges) % len(tools)]["name"]]
+    request = _task_text(conversation)
+    profiles = [profile(tool, defined_kind(tool)) for tool in tools]
+    plan = _plan(conversation, tools, request, seen) if kind != "tool" else [tools[0]["name"]]
+    planned = sorted((tool for tool in tools if tool["name"] in plan), key=lambda tool: plan.index(tool["name"]))
+    pending = _pending(planned, exchanges, options) if planned else None
+    if pending is None and forced and not played:  # the API makes the model call a tool: the closing one, if any
+        pending = [_forced_call(profiles, request, exchanges, kind)]
     if not pending:
         return _final(conversation, exchanges, played)
+    calls = _calls(conversation, pending, exchanges, seed, forced)
+    if not calls:  # what is left needs an identifier nobody gave: ask for it, as a model does
+        return _ask(conversation, pending, played)
     if options.serial or choice.get("disable_parallel_tool_use"):
-        pending = pending[:1]
+        calls = calls[:1]
     content: list[dict[str, Any]] = list(played)
     if not forced:  # with any/tool the API starts the reply at the tool call: no text first
         content.insert(0, text_block(f"I'll {'use ' + ', '.join(_used(played)) + ', then ' if played else ''}"
-                                     f"call {', '.join(pending)}."))
+                                     f"call {', '.join(name for name, _ in calls)}."))
+    content += [tool_use_block(name, filled.input) for name, filled in calls]
+    return Reply(content, "tool_use", invented=tuple(filled.invented for _, filled in calls))
+
+
+# What a model forced to call a tool when it has nothing left to do calls: a tool for giving the answer.
+_CLOSING_WORDS = "final answer respond reply finish done submit result"
+
+
+def _forced_call(profiles: list[Profile], request: str, exchanges: list[ToolExchange], kind: str) -> str:
+    """The tool a forced turn (`tool_choice` any or tool) calls when no tool is due: the named one for `tool`; for
+    `any`, before any call the tool that best fits the request, after one a tool for giving the answer
+    (smolagents' final_answer), else the offered tools in turn."""
+    names = [each.name for each in profiles]
+    if kind == "any":
+        fits = best_for(profiles, request) if not exchanges else None
+        closing = best_for(profiles, _CLOSING_WORDS)
+        if fits or closing:
+            return str(fits or closing)
+    return names[len(exchanges) % len(names)]
+
+
+def _plan(conversation: Conversation, tools: list[dict[str, Any]], request: str, seen: set[str]) -> list[str]:
+    """The client tools the request calls for (`harness.sim.relevance`). A deferred tool not yet surfaced counts
+    too, and is reached through the client's own tool search (a tool whose words say it searches or finds tools,
+    as the SDK's `tools_runner_search_tool.py` offers), which is then called in its place."""
+    hidden = [tool for tool in conversation.tools
+              if is_deferred(tool) and tool["name"] not in seen and isinstance(tool.get("input_schema"), dict)]
+    every = tools + hidden
+    plan = chosen([profile(tool, defined_kind(tool)) for tool in every], request)
+    if not hidden:
+        return plan
+    hidden_names = {tool["name"] for tool in hidden}
+    searchers = [tool["name"] for tool in tools if _searches_tools(tool)]
+    replaced = [searchers[0] if name in hidden_names and searchers else name for name in plan]
+    return [name for name in dict.fromkeys(replaced) if name not in hidden_names]
+
+
+def _searches_tools(tool: dict[str, Any]) -> bool:
+    words = set(profile(tool).weights)
+    return "tool" in words and bool(words & {"search", "find", "lookup", "discover"})
+
+
+def _calls(
+    conversation: Conversation, pending: list[str], exchanges: list[ToolExchange], seed: int, forced: bool
+) -> list[tuple[str, Filled]]:
+    """The calls of this turn and their inputs. A call whose required inputs the conversation holds is ready; a
+    call still missing one waits for the results of the ready ones (it depends on them), unless none is ready:
+    then the first is made with what is missing made up, except an identifier (an order number), which a model
+    asks for instead ([]), unless `tool_choice` forces a call. A retry after an `is_error` result is made up
+    afresh. A value the user's text gave one call of the turn is not given to the next."""
+    request = _task_text(conversation)
+    results = [exchange.result_json() for exchange in exchanges]
+    texts = [exchange.result_text or "" for exchange in exchanges if not exchange.is_error]
+    made: list[tuple[str, Filled]] = []
+    taken: frozenset[str] = frozenset()
     for name in pending:
         tool = conversation.tool(name) or {}
         earlier = len(conversation.calls_to(name))
+        own = [exchange for exchange in exchanges if exchange.name == name]
+        retry = bool(own) and own[-1].is_error
         if defined_kind(tool):
-            content.append(tool_use_block(name, input_for(tool, earlier)))
+            made.append((name, Filled(input_for(tool, earlier), ("$",))))
             continue
+        schema = tool.get("input_schema") or {"type": "object"}
+        sources = Sources("", ()) if retry else Sources(request, results, texts, taken)
         try:
-            tool_input = instance_for(tool.get("input_schema") or {"type": "object"}, seed, name, earlier)
+            filled = fill(schema, sources, seed, name, earlier)
         except SchemaUnsatisfied as err:
             raise SchemaUnsatisfied(
                 f"sim-auto cannot make an input for tool {name!r} that validates against its input_schema: {err}"
             ) from None
-        content.append(tool_use_block(name, tool_input))
-    return Reply(content, "tool_use")
+        made.append((name, filled))
+        if not filled.invented:
+            taken |= set(filled.from_text)
+    ready = [(name, filled) for name, filled in made if not filled.invented]
+    if ready:
+        return ready
+    first = next(((name, filled) for name, filled in made if forced or not filled.missing_ids), None)
+    return [first] if first else []
+
+
+def _ask(conversation: Conversation, pending: list[str], played: list[dict[str, Any]]) -> Reply:
+    """The answer when every call left needs an identifier the conversation does not hold: a question for it."""
+    wanted = []
+    for name in pending:
+        tool = conversation.tool(name) or {}
+        properties = (tool.get("input_schema") or {}).get("properties") or {}
+        required = (tool.get("input_schema") or {}).get("required") or []
+        wanted += [f"the {key} for {name}" for key in required if is_identifier(key, properties.get(key))]
+    asked = conversation.last_user_text.strip().splitlines()
+    lines = [f"sim-auto (a simulated model) answering: {asked[0][:200] if asked else '(no question)'}",
+             f"To go on I need {' and '.join(dict.fromkeys(wanted)) or 'more details'}: what is it?"]
+    return Reply([*played, text_block("\n".join(lines))], "end_turn")
+
+
+def _task_text(conversation: Conversation) -> str:
+    """The user's words of the current task: the last user turn that has text."""
+    return conversation.last_user_text
 
 
 def _used(played: list[dict[str, Any]]) -> list[str]:

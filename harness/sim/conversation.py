@@ -24,6 +24,21 @@ class Reply:
     context_window: int | None = None  # usage shows input + output filling a window of this many tokens
     usage: dict[str, Any] | None = None  # fields that replace the computed usage (a script or function says so)
     fault: Fault | None = None  # carry this answer out with a fault (a script's turn); no content: it replaces it
+    # Per tool_use block of `content`, in order: the input paths the model made up rather than took from the
+    # conversation ("$.units"; "$" for all of it). The server sends them in INVENTED_HEADER by tool_use id.
+    invented: tuple[tuple[str, ...], ...] = ()
+
+
+# A response header, kept by cassettes: {"toolu_...": ["$.units"]} for the tool inputs a simulator model made up,
+# so that `harness bless` compares those by shape only and never pins them as exact values.
+INVENTED_HEADER = "x-harness-sim-invented"
+
+
+def invented_header(content: list[dict[str, Any]], reply: Reply) -> str | None:
+    """The INVENTED_HEADER value for a built message's content (ids numbered), or None when nothing was made up."""
+    calls = [block for block in content if block.get("type") == "tool_use"]
+    marked = {str(call.get("id")): list(paths) for call, paths in zip(calls, reply.invented, strict=False) if paths}
+    return json.dumps(marked, separators=(",", ":"), sort_keys=True) if marked else None
 
 
 def text_block(text: str) -> dict[str, Any]:

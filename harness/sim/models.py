@@ -64,6 +64,34 @@ def is_claude_model_id(name: str) -> bool:
     return bool(_CLAUDE_ID.match(name))
 
 
+# The minimum cacheable prompt length, per model (prefix of its id, longest first): a prefix marked for caching that is
+# shorter is not cached, and the response reports no cache write (the API raises no error either). From the prompt
+# caching guide's table as of SDK 2.15 (quoted in anthropics/anthropic-sdk-python#1194, newer models from its
+# current table): 512 for the 5-family Opus, Fable and Mythos; 4096 for Opus 4.5 and 4.6 and Haiku 4.5; 2048 for
+# Opus 4.7 and the Haiku 3 models; 1024 for every other Claude model.
+MIN_CACHEABLE_TOKENS: dict[str, int] = {
+    "claude-opus-5": 512,
+    "claude-fable-5": 512,
+    "claude-mythos-5": 512,
+    "claude-opus-4-7": 2048,
+    "claude-opus-4-6": 4096,
+    "claude-opus-4-5": 4096,
+    "claude-haiku-4-5": 4096,
+    "claude-3-5-haiku": 2048,
+    "claude-3-haiku": 2048,
+}
+DEFAULT_MIN_CACHEABLE_TOKENS = 1024
+
+
+def min_cacheable_tokens(model: str) -> int:
+    """The shortest prefix a request for `model` can cache. The simulator's own models (`sim-*`) take any length,
+    so that a test can rehearse caching with a short prompt; a Claude model id follows the API's table."""
+    if model.lower().startswith(MODEL_PREFIX):
+        return 0
+    found = max((prefix for prefix in MIN_CACHEABLE_TOKENS if model.startswith(prefix)), key=len, default=None)
+    return MIN_CACHEABLE_TOKENS[found] if found else DEFAULT_MIN_CACHEABLE_TOKENS
+
+
 class UnknownModel(LookupError):
     """A name that names no simulator model. `source` is where it came from (model, header, default)."""
 

@@ -104,6 +104,15 @@ def instance_for(schema: Any, *seed_parts: Any) -> Any:
     raise SchemaUnsatisfied(reason)
 
 
+def validates(schema: Any, value: Any) -> bool:
+    """Whether `value` is valid against `schema` (formats checked); False for a schema that is itself invalid."""
+    try:
+        validator, _ = _prepared(canonical_json(schema))
+    except SchemaUnsatisfied:
+        return False
+    return bool(validator.is_valid(value))
+
+
 @functools.lru_cache(maxsize=256)
 def _prepared(schema_json: str) -> tuple[Any, Any]:
     """The validator and reference resolver of a schema, built once: tools repeat on every turn."""

@@ -37,9 +37,9 @@ from harness.httpserver import Clock, LoopbackServer
 from harness.httpserver.answers import Responder
 from harness.httpserver.incoming import IncomingRequest
 from harness.sim import context_edits, ids
-from harness.sim.conversation import Conversation, Reply
+from harness.sim.conversation import INVENTED_HEADER, Conversation, Reply, invented_header
 from harness.sim.faults import ERROR_STATUSES, Fault, cut_body, normalize_faults, stream_error
-from harness.sim.models import MODEL_HEADER, Chosen, Models, UnknownModel, not_found
+from harness.sim.models import MODEL_HEADER, Chosen, Models, UnknownModel, min_cacheable_tokens, not_found
 from harness.sim.policies import POLICIES
 from harness.sim.ratelimit import RateLimits, rfc3339
 from harness.sim.responses import build_message, dumps, error_body
@@ -48,7 +48,13 @@ from harness.sim.stream import encode_event, message_events
 from harness.sim.structured import FormatUnsatisfied
 from harness.sim.threads import Threads, ThreadTurn, thread_kind
 from harness.sim.tokens import CacheLedger, count_input
-from harness.sim.validation import ApiError, check_auth, check_count_tokens_request, check_messages_request
+from harness.sim.validation import (
+    ApiError,
+    check_auth,
+    check_count_tokens_request,
+    check_messages_request,
+    combine_turns,
+)
 
 SIMULATED_NOW = "2026-09-07T08:00:00Z"  # Dayflow's fixed "today"
 REQUESTS_LIMIT = 4000
@@ -204,6 +210,7 @@ class _Exchange:
         self.responder = responder
         self.headers = dict(request.headers)  # names as the client sent them
         self.path = request.path.rstrip("/")
+        self.invented: str | None = None  # the INVENTED_HEADER of the answer, when the model made up tool inputs
 
     def answer(self) -> None:
         method, raw = self.request.method, self.request.body
@@ -371,6 +378,8 @@ class _Exchange:
                                    chosen):
                 return
         headers = self._common_headers(request_id, index, chosen)
+        if self.invented:
+            headers[INVENTED_HEADER] = self.invented
         if message is None:
             assert error is not None
             record(error.status, chosen, fault)
@@ -394,6 +403,7 @@ class _Exchange:
         like any other request."""
         sim = self.sim
         chosen: Chosen | None = None
+        body = combine_turns(body)  # two user turns in a row are one turn to the API, and so to the model
         error = check_messages_request(body)
         if not error:
             try:
@@ -421,9 +431,10 @@ class _Exchange:
                 policy=chosen.policy,
                 seed=sim.seed,
                 fingerprint=fingerprint,
-                usage=sim._ledger.usage(edited.body),
+                usage=sim._ledger.usage(edited.body, min_cacheable_tokens(conversation.model)),
                 edited=edited,
             )
+            self.invented = invented_header(message["content"], outcome)
         except FormatUnsatisfied as err:
             return None, chosen, ApiError(400, "invalid_request_error", str(err)), None
         except Exception as err:  # a bug in a scripted model must reach the client as an API error

@@ -6,8 +6,9 @@ the sum over its units in the order the API caches them: tools, then system, the
 
 Prompt caching follows the real rules closely enough for evals: every `cache_control` marks a
 breakpoint and its prefix is cached; the longest cached prefix ending at a block boundary before the
-last breakpoint is a read, the rest up to the last breakpoint is a write. The real API's minimum
-cacheable length is left out on purpose, so that small test prompts still show writes and reads.
+last breakpoint is a read, the rest up to the last breakpoint is a write. A breakpoint whose prefix is shorter than
+the model's minimum cacheable length (`harness.sim.models.min_cacheable_tokens`: 1024 tokens for most Claude
+models, none for the simulator's own `sim-*` models) caches nothing, as in the API: no write, no error.
 """
 
 from __future__ import annotations
@@ -113,7 +114,9 @@ class CacheLedger:
         self._seen: set[str] = set()
         self._lock = threading.Lock()
 
-    def usage(self, body: dict[str, Any]) -> InputUsage:
+    def usage(self, body: dict[str, Any], minimum: int = 0) -> InputUsage:
+        """The request's input split into uncached, written and read tokens; `minimum` is the model's shortest
+        cacheable prefix."""
         units = _units(body)
         total = max(1, sum(unit.tokens for unit in units))
         prefixes: list[tuple[str, int, str | None]] = []  # (prefix hash, prefix tokens, ttl if a breakpoint)
@@ -122,7 +125,9 @@ class CacheLedger:
         for unit in units:
             digest.update(unit.text.encode() + b"\x00")
             running += unit.tokens
-            prefixes.append((digest.copy().hexdigest(), running, unit.cache_ttl))
+            # A breakpoint below the minimum cacheable length is no breakpoint at all.
+            ttl = unit.cache_ttl if running >= minimum else None
+            prefixes.append((digest.copy().hexdigest(), running, ttl))
         last = max((i for i, (_, _, ttl) in enumerate(prefixes) if ttl), default=None)
         if last is None:
             return InputUsage(total, 0, 0, 0, 0)

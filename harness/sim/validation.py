@@ -66,8 +66,40 @@ def check_auth(headers: Mapping[str, str]) -> ApiError | None:
 
 
 def check_messages_request(body: Any) -> ApiError | None:
-    """All checks for POST /v1/messages."""
-    return _check(body, require_max_tokens=True)
+    """All checks for POST /v1/messages (on the request with its consecutive turns combined)."""
+    return _check(combine_turns(body), require_max_tokens=True)
+
+
+def combine_turns(body: Any) -> Any:
+    """The request with consecutive `user` (or `assistant`) turns combined into one, as the API does: the SDK's
+    `MessageCreateParams.messages` says "Consecutive `user` or `assistant` turns in your request will be combined
+    into a single turn" (instructor's JSON-mode retry sends two user turns in a row). A string content becomes one
+    text block. Anything malformed is left as it is, for the checks to name."""
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        return body
+    combined: list[Any] = []
+    for message in body["messages"]:
+        previous = combined[-1] if combined else None
+        if (
+            isinstance(message, dict)
+            and isinstance(previous, dict)
+            and message.get("role") in ("user", "assistant")
+            and message.get("role") == previous.get("role")
+            and not _is_empty(message.get("content"))
+            and not _is_empty(previous.get("content"))
+            and isinstance(message.get("content"), str | list)
+            and isinstance(previous.get("content"), str | list)
+        ):
+            combined[-1] = {**previous, "content": _as_blocks(previous["content"]) + _as_blocks(message["content"])}
+        else:
+            combined.append(message)
+    if len(combined) == len(body["messages"]):
+        return body
+    return {**body, "messages": combined}
+
+
+def _as_blocks(content: str | list[Any]) -> list[Any]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
 
 
 def check_count_tokens_request(body: Any) -> ApiError | None:
@@ -237,7 +269,6 @@ def _check_message_shapes(body: dict[str, Any]) -> ApiError | None:
         return _invalid("messages: Input should be a valid list")
     if not messages:
         return _invalid("messages: at least one message is required")
-    previous_role = None
     turns = _conversation(messages)
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
@@ -262,12 +293,6 @@ def _check_message_shapes(body: dict[str, Any]) -> ApiError | None:
                 return _invalid("messages: text content blocks must be non-empty")
         if index == turns[0][0] and role != "user" and not _starts_with_compaction(message):
             return _invalid('messages: first message must use the "user" role')
-        if role == previous_role:
-            return _invalid(
-                f'messages: roles must alternate between "user" and "assistant", but found multiple '
-                f'"{role}" roles in a row'
-            )
-        previous_role = role
     if not turns:
         return _invalid('messages: first message must use the "user" role')
     return None

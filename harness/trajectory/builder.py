@@ -6,7 +6,10 @@ builder.
 
 Runs. One cassette can hold several conversations (pydantic-ai's tool-search eval holds 4 in 11
 interactions). A request continues the current run when the previous request's messages are a proper
-prefix of its own (or are equal and that request failed: a retry); otherwise it starts a new run. Steps
+prefix of its own (or are equal and that request failed: a retry); otherwise it starts a new run. Message threads
+(SDK 2.x) are grouped by `previous_message_id` instead: a `continue` goes on from the run whose last reply it
+names, and a run whose last request was threaded and answered is not extended by a request that repeats its
+history (`thread.fork()` starts a thread of its own with the history so far: another run). Steps
 are numbered 1..N across the whole trajectory, so that "step 5" names one step of one file. A request that
 sends back a `pause_turn` response to let the API go on is a step of the same run that `continues` the
 paused one: the same API turn, so a server call the pause left unanswered is answered there.
@@ -60,6 +63,7 @@ class _Builder:
         # `continue` request (anthropic SDK 2.x tool runner) sends only the new messages, without the thread's
         # create-only fields (system, tools), and names the reply it continues from.
         self.threads: dict[str, dict[str, Any]] = {}
+        self.owners: dict[str, _OpenRun] = {}  # the run of each reply, by its id: a continue goes on from its reply
 
     def build(self, exchanges: Iterable[Exchange]) -> list[Run]:
         # Per run: its messages at the last step (the next delta starts after them), the failed tries waiting
@@ -71,14 +75,21 @@ class _Builder:
             exchange = self._resolved(exchange)
             messages = _messages_of(exchange.request)
             skeleton = [_skeleton(message) for message in messages]
-            state = next(
-                (
-                    item
-                    for item in reversed(open_runs)
-                    if item.run.label == exchange.label and _continues(item.previous, skeleton)
-                ),
-                None,
-            )
+            continued = _continued_reply(exchange)
+            if continued in self.owners:
+                # A thread `continue` goes on from the reply it names: the run whose last reply that is. One from an
+                # earlier reply branches off (a run of its own).
+                owner = self.owners[continued]
+                state = owner if owner.last_reply == continued else None
+            else:
+                state = next(
+                    (
+                        item
+                        for item in reversed(open_runs)
+                        if item.run.label == exchange.label and not item.held and _continues(item.previous, skeleton)
+                    ),
+                    None,
+                )
             if state is None:
                 state = _OpenRun(Run(index=len(self.runs) + 1, label=exchange.label))
                 self.runs.append(state.run)
@@ -93,8 +104,14 @@ class _Builder:
                 if step.message_id is not None:
                     reply = {"role": "assistant", "content": step.blocks}
                     self.threads[step.message_id] = {**exchange.request, "messages": [*messages, reply]}
+                    self.owners[step.message_id] = state
                 state.base, state.pending = len(messages), []
+                state.last_reply = step.message_id
             state.previous = (skeleton, exchange.message is None)
+            # A thread the server holds goes on only by a continue that names its last reply; a request that repeats
+            # its history (a `thread.fork()`, which starts a thread of its own) is another run. After a failed
+            # request the SDK replays the whole history, so the run is open to that again.
+            state.held = exchange.message is not None and exchange.request.get("thread") is not None
         for state in open_runs:
             self._close(state.run, state.pending, state.base)
         for each in self.runs:
@@ -167,6 +184,9 @@ class _Builder:
         )
         step.tool_calls = tool_calls_of(blocks, index)
         step.structured_output = _structured_output(exchange.request, step)
+        chosen = _output_format(exchange.request)
+        if chosen is not None and isinstance(chosen.get("schema"), Mapping):
+            step.output_schema = json.loads(json.dumps(chosen["schema"]))  # a copy: the check may hand it around
         return step
 
 
@@ -176,6 +196,16 @@ class _OpenRun:
     base: int = 0
     pending: list[tuple[Exchange, list[dict[str, Any]]]] = field(default_factory=list)
     previous: tuple[list[Any], bool] | None = None
+    last_reply: str | None = None  # the id of the run's last reply
+    held: bool = False  # its last request was threaded and answered: only a continue naming last_reply goes on
+
+
+def _continued_reply(exchange: Exchange) -> str | None:
+    """The reply id a thread `continue` names (`previous_message_id`); None for any other request."""
+    thread = exchange.request.get("thread")
+    if isinstance(thread, Mapping) and thread.get("type") == "continue":
+        return str(thread.get("previous_message_id"))
+    return None
 
 
 def _continues(previous: tuple[list[Any], bool] | None, skeleton: list[Any]) -> bool:

@@ -57,13 +57,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _brief(args: argparse.Namespace) -> int:
+    from harness import CassetteMismatch
     from harness.loop import DEFAULT_MODEL
     from harness_demo.dayflow import build_registry, run_brief
 
     trace = Trace() if args.verbose else None
     tools = trace.watch(build_registry()) if trace else build_registry()
-    with _cassette(args.mode, args.cassette), client_for(args.base_url, offline=args.mode == "replay") as client:
-        result = run_brief(client, model=args.model or DEFAULT_MODEL, stream=args.stream, tools=tools, on_event=trace)
+    try:
+        with _cassette(args.mode, args.cassette), client_for(args.base_url, offline=args.mode == "replay") as client:
+            result = run_brief(client, model=args.model or DEFAULT_MODEL, stream=args.stream, tools=tools,
+                               on_event=trace)
+    except CassetteMismatch as miss:  # the loop ended its run on a miss; the cassette raises it as the block ends
+        print(f"dayflow brief: {miss}", file=sys.stderr)
+        return 1
     return report(result, verbose=args.verbose)
 
 
