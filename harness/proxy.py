@@ -44,7 +44,7 @@ import httpx2
 from harness.cassette import modes
 from harness.cassette.journal import Journal, journal_path, read_journal
 from harness.cassette.recorder import Cassette, CassetteMismatch, Mode
-from harness.cassette.redact import redact_target
+from harness.cassette.redact import redact_target, shown_url
 from harness.cassette.storage import UnansweredRun, recording_turn
 from harness.cassette.transport import failure_kind
 from harness.errors import HarnessError
@@ -92,16 +92,6 @@ class _EventSplitter:
 
 def _describe(error: BaseException) -> str:
     return str(error) or type(error).__name__
-
-
-def shown_url(url: str) -> str:
-    """A URL fit to print: a user and password in it (`http://u:PASS@host`) and credentials in its query left out."""
-    parts = urlsplit(url)
-    netloc = parts.netloc.rpartition("@")[2]
-    if parts.username is not None or parts.password is not None:
-        netloc = f"***@{netloc}"
-    target = redact_target(parts.path + (f"?{parts.query}" if parts.query else ""))
-    return f"{parts.scheme}://{netloc}{target}"
 
 
 def _shown(request: IncomingRequest) -> str:

@@ -59,23 +59,38 @@ def run_jobs(jobs: Sequence[RecordJob], concurrency: int) -> int:
                 )
 
     if concurrency == 1:
-        for job in jobs:
+        for number, job in enumerate(jobs):
             try:
                 line = job.record()
+            except KeyboardInterrupt:  # an interrupted run is never saved: say so for it and those not started
+                return _interrupted(jobs[number:])
             except Exception as err:  # one scenario's failure is data: the others still get recorded
                 report(job, None, err)
             else:
                 report(job, line, None)
     else:
+        unstarted: list[RecordJob] = []
         with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="harness-record") as pool:
             futures = {pool.submit(job.record): job for job in jobs}
-            for future in as_completed(futures):
+            pending = set(futures)
+            while pending:
                 try:
-                    line = future.result()
-                except Exception as err:
-                    report(futures[future], None, err)
-                else:
-                    report(futures[future], line, None)
+                    for future in as_completed(pending):
+                        pending.discard(future)
+                        try:
+                            line = future.result()
+                        except Exception as err:
+                            report(futures[future], None, err)
+                        else:
+                            report(futures[future], line, None)
+                except KeyboardInterrupt:
+                    # A thread cannot be interrupted: those recording finish (saved whole); the rest never start.
+                    unstarted += [futures[future] for future in list(pending) if future.cancel()]
+                    pending -= {future for future in pending if future.cancelled()}
+                    print(f"harness record: interrupted: {counted(len(pending), 'recording')} under way finish first",
+                          file=sys.stderr, flush=True)
+        if unstarted:
+            return _interrupted(unstarted)
         elapsed = time.monotonic() - started
         done = len(jobs) - len(failures)
         print(
@@ -88,6 +103,18 @@ def run_jobs(jobs: Sequence[RecordJob], concurrency: int) -> int:
     for job, error in sorted(failures, key=lambda failure: str(failure[0].path)):
         print(f"  {job.name or job.path.stem}: {_reason(error)}", file=sys.stderr)
     return 1
+
+
+def _interrupted(jobs: Sequence[RecordJob]) -> int:
+    """What Ctrl-C left of each job it stopped (a run cut short is never saved), and 130, the shell's code."""
+    for job in jobs:
+        try:
+            shown = job.path.resolve().relative_to(Path.cwd().resolve())
+        except ValueError:
+            shown = job.path
+        kept = "left as it was" if job.path.exists() else "not written"
+        print(f"harness record: interrupted: {shown} {kept}", file=sys.stderr, flush=True)
+    return 130
 
 
 def _reason(error: Exception) -> str:

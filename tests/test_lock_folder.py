@@ -133,3 +133,12 @@ def test_a_second_user_gets_one_line_not_a_traceback(temp_folder: Path, tmp_path
     err = capsys.readouterr().err
     assert "Traceback" not in err and "belongs to another user" in err
     assert len(err.strip().splitlines()) == 1, err
+
+
+def test_a_url_is_printed_without_its_credentials() -> None:
+    from harness.cassette.redact import shown_url
+
+    shown = shown_url("https://user:PASS@collector.example:4318/v1/traces?api_key=QSECRET&x=1")
+    assert "PASS" not in shown and "QSECRET" not in shown and "user" not in shown
+    assert shown.startswith("https://***@collector.example:4318/v1/traces?") and "x=1" in shown
+    assert shown_url("http://127.0.0.1:8765") == "http://127.0.0.1:8765"

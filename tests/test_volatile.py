@@ -238,3 +238,50 @@ def test_a_change_a_person_made_still_offers_re_recording_and_no_rule(tmp_path: 
     with pytest.raises(CassetteMismatch) as caught, use_cassette(path, "none"):  # text added: no one value
         _send(_turns(OLD[0] + " and one more line", OLD[1]))
     assert "mode='rewrite'" in str(caught.value) and "tool.loop-harness.matching" not in str(caught.value)
+
+
+# -- under pytest: a warning, the -v listing and the drift report ----------------------------------------------
+
+INNER = '''
+import uuid
+
+import anthropic
+import httpx2
+import pytest
+
+
+def _answer(request):
+    return httpx2.Response(200, json={
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+        "content": [{"type": "text", "text": "filed"}],
+        "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 1}})
+
+
+@pytest.mark.cassette
+def test_ticket():
+    client = anthropic.Anthropic(api_key="k", http_client=httpx2.Client(transport=httpx2.MockTransport(_answer)),
+                                 max_retries=0)
+    use = {"type": "tool_use", "id": "toolu_a", "name": "t", "input": {}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_a", "content": '{"ticket": "' + str(uuid.uuid4()) + '"}'}
+    messages = [{"role": "user", "content": "file it"}, {"role": "assistant", "content": [use]},
+                {"role": "user", "content": [result]}]
+    assert client.messages.create(model="m", max_tokens=10, messages=messages).content[0].text == "filed"
+'''
+
+pytest_plugins = ["pytester"]
+
+
+def test_under_pytest_volatile_values_warn_are_listed_on_v_and_in_the_drift_report(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_inner=INNER)
+    pytester.runpytest("--record-mode=once").assert_outcomes(passed=1)
+    quiet = pytester.runpytest("-q")
+    quiet.assert_outcomes(passed=1, warnings=1)
+    assert "HarnessDriftWarning" in quiet.stdout.str() and "volatile values not compared" in quiet.stdout.str()
+    assert "== loop-harness: volatile values not compared ==" not in quiet.stdout.str()
+    verbose = pytester.runpytest("-v", "--drift-report=drift.json")
+    verbose.assert_outcomes(passed=1, warnings=1)
+    listed = verbose.stdout.str().split("loop-harness: volatile values not compared", 1)[1]
+    assert "test_inner.py::test_ticket" in listed and "uuid '" in listed
+    (entry,) = json.loads((pytester.path / "drift.json").read_text())["cassettes"]
+    assert entry["status"] == "replays"
+    assert [value["shape"] for value in entry["tolerated"][0]["volatile"]] == ["uuid"]
