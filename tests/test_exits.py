@@ -325,3 +325,51 @@ def test_ctrl_c_during_record_says_what_was_kept_and_exits_130(tmp_path: Path, e
         assert cassette.read_bytes() == BRIEF.read_bytes()
     else:
         assert not cassette.exists()
+
+
+QUICK_AGENT = '''
+import os, time
+
+def make(name):
+    def scenario(client):
+        client.messages.create(model="claude-sonnet-4-5", max_tokens=64, messages=[{"role": "user", "content": name}])
+        open(os.path.join(os.environ["READY"], name), "w").close()
+        time.sleep(3)
+    return scenario
+
+a, b, c = make("a"), make("b"), make("c")
+'''
+
+
+def test_ctrl_c_with_concurrency_lets_the_recordings_under_way_finish_and_starts_no_other(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    from harness.sim import Simulator
+
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.loop-harness.scenarios]\na = "quick_agent:a"\nb = "quick_agent:b"\nc = "quick_agent:c"\n')
+    (tmp_path / "quick_agent.py").write_text(QUICK_AGENT)
+    ready = tmp_path / "ready"
+    ready.mkdir()
+    command = RECORD.replace("main(['record'])", "main(['record', '--concurrency', '2'])")
+    with Simulator() as sim:
+        env = {**os.environ, "ANTHROPIC_BASE_URL": sim.base_url, "READY": str(ready), "PYTHONPATH": str(tmp_path)}
+        child = subprocess.Popen([sys.executable, "-c", command], cwd=tmp_path, env=env, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            for _ in range(600):
+                if len(list(ready.iterdir())) == 2 or child.poll() is not None:
+                    break
+                time.sleep(0.05)
+            assert len(list(ready.iterdir())) == 2, child.communicate(timeout=5)
+            child.send_signal(signal.SIGINT)
+            out, err = child.communicate(timeout=60)
+        finally:
+            child.kill()
+    assert child.returncode == 130, out + err
+    started = sorted(path.name for path in ready.iterdir())
+    (never,) = {"a", "b", "c"} - set(started)
+    assert f"harness record: interrupted: cassettes/{never}.yaml not written" in err, err
+    assert all((tmp_path / "cassettes" / f"{name}.yaml").is_file() for name in started), out + err
+    assert not (tmp_path / "cassettes" / f"{never}.yaml").exists() and "Traceback" not in err

@@ -142,3 +142,14 @@ def test_a_url_is_printed_without_its_credentials() -> None:
     assert "PASS" not in shown and "QSECRET" not in shown and "user" not in shown
     assert shown.startswith("https://***@collector.example:4318/v1/traces?") and "x=1" in shown
     assert shown_url("http://127.0.0.1:8765") == "http://127.0.0.1:8765"
+
+
+def test_a_runtime_folder_that_is_not_ours_to_write_in_is_passed_over(temp_folder: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """sudo may keep another user's XDG_RUNTIME_DIR: the temp folder is used instead, never a traceback."""
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    assert lock_folder().parent == runtime
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    assert lock_folder().parent == temp_folder

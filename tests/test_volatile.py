@@ -285,3 +285,16 @@ def test_under_pytest_volatile_values_warn_are_listed_on_v_and_in_the_drift_repo
     (entry,) = json.loads((pytester.path / "drift.json").read_text())["cassettes"]
     assert entry["status"] == "replays"
     assert [value["shape"] for value in entry["tolerated"][0]["volatile"]] == ["uuid"]
+
+
+def test_harness_show_lists_what_a_replay_would_not_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main as harness_main
+
+    path = tmp_path / "c.yaml"
+    _record(path, _turns(*OLD), system="Today is 2026-12-02.")
+    assert harness_main(["show", str(path)]) == 0
+    shown = capsys.readouterr().out
+    assert "not compared on replay" in shown and "matching policy 'volatile'" in shown
+    for line in ("system prompt: date '2026-12-02'", "tool_result toolu_a: uuid '4bccec01-1d2e-4abc-8def-0123456789ab'",
+                 "tool_result toolu_b: hex 'a3f9c2e1d4b5a6f70812'"):
+        assert line in shown

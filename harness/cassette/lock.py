@@ -40,10 +40,17 @@ def lock_folder() -> Path:
     a link, not a folder, another user's, or writable by the group or the world."""
     uid = os.getuid() if hasattr(os, "getuid") else None
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    base = Path(runtime) if os.path.isabs(runtime) and os.path.isdir(runtime) else Path(tempfile.gettempdir())
+    # XDG_RUNTIME_DIR when it is ours to write in (sudo may keep another user's), else the temp folder.
+    usable = os.path.isabs(runtime) and os.path.isdir(runtime) and os.access(runtime, os.W_OK | os.X_OK)
+    base = Path(runtime) if usable else Path(tempfile.gettempdir())
     folder = base / f"loop-harness-locks-{uid if uid is not None else 'user'}"
-    with contextlib.suppress(FileExistsError):
+    try:
         os.mkdir(folder, 0o700)  # never follows a link: a planted one makes this fail, and lstat below refuse it
+    except FileExistsError:
+        pass
+    except OSError as err:  # a temp folder we may not write in: one line, not a traceback
+        raise CassetteError(f"the recording lock folder cannot be made: {err.strerror}; set TMPDIR to a folder of "
+                            "your own", file=folder) from None
     if uid is None:  # no owners to check (Windows): the folder is in the user's own temp folder there
         return folder
     status = os.lstat(folder)

@@ -194,6 +194,35 @@ def _changed(where: str, recorded: Any, live: Any, shapes: Shapes) -> Iterator[V
             yield from _changed(where, recorded[key], live[key], shapes)
 
 
+def volatile_in(body: Any, scope: VolatileScope) -> list[tuple[str, str, str]]:
+    """(where, shape, value) of each volatile value a request holds where matching would not compare it:
+    what `harness show` lists, so a reviewer sees what a replay leaves out."""
+    found: list[tuple[str, str, str]] = []
+    if not isinstance(body, dict):
+        return found
+    for text in _texts(body.get("system")):
+        found.extend(("system prompt", value.shape, value.value) for value in scope.system.find(text))
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) and message.get("role") == "user" else []:
+            if _is_tool_result(block):
+                where = f"tool_result {block.get('tool_use_id')}"
+                for text in _texts(block.get("content")):
+                    found.extend((where, value.shape, value.value) for value in scope.tool_output.find(text))
+    return found
+
+
+def _texts(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from _texts(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _texts(item)
+
+
 # -- the lookup ------------------------------------------------------------------------------------------------
 
 class _Request(Protocol):
