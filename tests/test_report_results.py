@@ -25,7 +25,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def results(project: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     code, data = run_eval(project, tmp_path_factory.mktemp("out"))
-    assert code == 2, "the project holds a case that cannot run"
+    # 1: a check failed (dayflow/strict); that another case cannot run (exit 2 alone) does not hide it from CI.
+    assert code == 1, "the project holds a failing case beside one that cannot run"
     return data
 
 

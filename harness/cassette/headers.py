@@ -22,6 +22,9 @@ from urllib.parse import SplitResult, parse_qsl
 from harness.cassette.credential_names import is_credential_name
 from harness.cassette.credentials import MIN_SECRET_LENGTH
 
+# The tool inputs a simulator model made up, by tool_use id (harness sim sends it; `harness bless` compares those
+# inputs by shape). Named here, on the cassette's floor, so that bless reads it without loading the simulator.
+INVENTED_HEADER = "x-harness-sim-invented"
 REQUEST_HEADERS_KEPT = frozenset({"anthropic-version", "anthropic-beta", "content-type"})
 RESPONSE_HEADERS_KEPT = frozenset(
     {
@@ -32,7 +35,7 @@ RESPONSE_HEADERS_KEPT = frozenset(
         "x-should-retry",
         "x-harness-simulator",
         "x-harness-sim-model",
-        "x-harness-sim-invented",  # the tool inputs a simulator model made up: bless compares them by shape
+        INVENTED_HEADER,  # the tool inputs a simulator model made up: bless compares them by shape
     }
 )
 RESPONSE_HEADER_PREFIXES_KEPT = ("anthropic-ratelimit-",)

@@ -38,6 +38,7 @@ from rich.syntax import Syntax
 
 from harness import commands
 from harness.cassette.format import CassetteFile
+from harness.cassette.headers import INVENTED_HEADER
 from harness.checks.answer import headings
 from harness.checks.base import CheckResult
 from harness.checks.registry import CHECKS, run_check
@@ -46,7 +47,6 @@ from harness.evals.golden import read_json, relative_to_root, validate_golden
 from harness.files import atomic_write_text
 from harness.project import Project, load_project
 from harness.run import ToolCall
-from harness.sim.conversation import INVENTED_HEADER
 from harness.trajectory import Trajectory, load_cassette_any, load_trajectory
 
 __all__ = [

@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.cassette.headers import INVENTED_HEADER as INVENTED_HEADER
 from harness.sim.faults import Fault
 
 
@@ -31,7 +32,6 @@ class Reply:
 
 # A response header, kept by cassettes: {"toolu_...": ["$.units"]} for the tool inputs a simulator model made up,
 # so that `harness bless` compares those by shape only and never pins them as exact values.
-INVENTED_HEADER = "x-harness-sim-invented"
 
 
 def invented_header(content: list[dict[str, Any]], reply: Reply) -> str | None:
