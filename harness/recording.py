@@ -166,9 +166,12 @@ class Recorded:
         return f"{counted(len(trajectory.steps), 'step')}, outcome {outcome_word(trajectory)}"
 
 
-def record_scenario(item: Scenario, path: Path, *, pacer: Pacer | None = None, **client_options: Any) -> Recorded:
+def record_scenario(item: Scenario, path: Path, *, pacer: Pacer | None = None, faults_asked: bool = False,
+                    **client_options: Any) -> Recorded:
     """Run a scenario and record it afresh to `path`. The clients it builds come from the environment and
-    `client_options`; with `pacer`, every Messages API attempt of those clients waits for it."""
+    `client_options`; with `pacer`, every Messages API attempt of those clients waits for it. A run that got no
+    answer but errors is refused (nothing written), unless `faults_asked`: the errors are the ones the caller
+    asked a simulator for (a scenario whose point is the fault, such as retries running out)."""
     from harness.cassette.recorder import use_cassette
     from harness.cassette.storage import answered, unanswered_reason
     from harness.scenarios import client_factory
@@ -177,7 +180,7 @@ def record_scenario(item: Scenario, path: Path, *, pacer: Pacer | None = None, *
     existed = path.exists()
     with use_cassette(path, mode="rewrite") as cassette:
         returned = item.run(client_factory(item, middleware=middleware, **client_options))
-        if cassette.new_interactions and not answered(cassette.new_interactions):
+        if cassette.new_interactions and not faults_asked and not answered(cassette.new_interactions):
             # Raised inside the block, so nothing is written: a run never answered is no recording of the agent
             # (an agent that catches its client's errors, as run_loop does, returns as if all were well).
             kept = "the previous recording is kept" if existed else "nothing written"

@@ -138,7 +138,8 @@ def record_scenario(item: Scenario, cassettes_root: Path, *, seed: int = 0, path
 
     target = path if path is not None else item.path(cassettes_root)
     with Simulator(faults=dict(item.faults), seed=seed) as sim:
-        return record_run(item, target, api_key="sim-key-not-a-secret", base_url=sim.base_url).returned
+        return record_run(item, target, api_key="sim-key-not-a-secret", base_url=sim.base_url,
+                          faults_asked=bool(item.faults)).returned
 
 
 def replay_scenario(item: Scenario, cassettes_root: Path) -> RunResult:

@@ -125,6 +125,16 @@ def test_harness_record_with_a_dead_or_wrong_base_url_keeps_the_cassette_and_exi
     assert load_cassette(path).meta["source"] == "simulator"
 
 
+def test_a_scenario_whose_point_is_the_fault_still_records(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The refusal above is for errors nobody asked for. The demo's fault-server-error scenario asks the simulator
+    # for a 500 on every attempt (retries running out is what it records): it is written, with outcome error.
+    assert harness_main(["record", "--demo", "fault-server-error", "--cassettes", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "outcome error" in out, out
+    recorded = load_cassette(tmp_path / "faults" / "server_error_exhausted.yaml")
+    assert [i["response"]["status"] for i in recorded.interactions] == [500, 500, 500]
+
+
 # -- an interrupted pytest session ----------------------------------------------------------------------------
 
 CHILD_TEST = '''
