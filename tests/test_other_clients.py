@@ -215,3 +215,15 @@ print("loaded:", loaded)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert "loaded: []" in done.stdout
+
+
+def test_which_requests_are_the_apis() -> None:
+    from harness.cassette.other_clients import is_api_request
+
+    assert is_api_request("/v1/messages", [])  # a client that left the header out: the API's 400 is recorded
+    assert is_api_request("/v1/messages/count_tokens", [])
+    assert is_api_request("/gateway/anthropic/v1/messages", [])  # a gateway's prefix
+    assert is_api_request("/v1/models", ["Anthropic-Version"])  # any path of the API, by the header it requires
+    assert not is_api_request("/v1/models", ["content-type"])
+    assert not is_api_request("/v1/messagesx", [])
+    assert not is_api_request("/v1/chat/completions", ["authorization"])
