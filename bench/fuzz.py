@@ -214,6 +214,25 @@ def read_every_way(path: Path) -> None:
         if "response" in interaction:
             replayed_response(interaction["response"]).read()
         write_recorded(_Wire(), interaction)  # type: ignore[arg-type]
+    replay_each_request(cassette)
+
+
+def replay_each_request(cassette: Any) -> None:
+    """Replay matching as a client meets it: each recorded request sent again (found by its bytes or its
+    fingerprint), then one the file never held (a miss, with the nearest recorded request and its diff)."""
+    from harness.cassette.match import wire_body
+    from harness.cassette.mismatch import CassetteMismatch
+
+    requests = [interaction["request"] for interaction in cassette.recorded.interactions]
+    stranger = {"method": "POST", "path": "/v1/messages", "body": {"model": "claude-sonnet-5", "max_tokens": 1,
+                                                                      "messages": [{"role": "user", "content": "?"}]}}
+    for request in [*requests, stranger]:
+        try:
+            found = cassette.lookup(request["method"], request["path"], request.get("query"), wire_body(request))
+            if found.position is not None:
+                cassette.play(found)
+        except CassetteMismatch as miss:  # a clean miss: the message a person reads
+            str(miss)
 
 
 @dataclass

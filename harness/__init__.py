@@ -25,6 +25,9 @@ if TYPE_CHECKING:  # `import x as x`: an explicit re-export, as checkers read it
     from harness.cassette.recorder import UnplayedInteractions as UnplayedInteractions
     from harness.cassette.recorder import UnplayedWarning as UnplayedWarning
     from harness.cassette.recorder import use_cassette as use_cassette
+    from harness.cassette.tolerant import HarnessDriftWarning as HarnessDriftWarning
+    from harness.checks.base import CheckResult as CheckResult
+    from harness.checks.user import check as check
     from harness.errors import HarnessError as HarnessError
     from harness.loop import LoopConfig as LoopConfig
     from harness.loop import Outcome as Outcome
@@ -64,6 +67,7 @@ _EXPORTS: dict[str, str] = {
     "use_cassette": "harness.cassette.recorder",
     "CassetteMismatch": "harness.cassette.recorder",
     "Cassette": "harness.cassette.recorder",
+    "HarnessDriftWarning": "harness.cassette.tolerant",
     # what a use_cassette block says as it ends (on_miss / on_unplayed)
     "UnplayedInteractions": "harness.cassette.recorder",
     "UnplayedWarning": "harness.cassette.recorder",
@@ -89,6 +93,9 @@ _EXPORTS: dict[str, str] = {
     "TOKEN_KINDS": "harness.run",
     "estimate_cost": "harness.pricing",
     "Pacer": "harness.pacing",
+    # a project's own checks: @harness.check on a plain function, named in [tool.loop-harness] checks
+    "check": "harness.checks.user",
+    "CheckResult": "harness.checks.base",
     "SimulatedApiError": "harness.sim",
     # a package's scenario set (the loop_harness.scenarios entry point group) and what it holds
     "Scenario": "harness.scenarios",

@@ -23,6 +23,7 @@ from harness.errors import HarnessError, os_error_line
 # name -> one-line help; the command `harness NAME` is the module harness/commands/NAME.py
 # (a trailing underscore where NAME is a Python keyword: import_.py)
 COMMANDS: dict[str, str] = {
+    "init": "set up this project: the [tool.loop-harness] table, a scenario, a test, a CI workflow",
     "eval": "run eval suites over cassettes and golden fixtures",
     "merge": "join the results of `eval --shard K/N` runs into one results document",
     "show": "print a cassette's trajectory step by step",

@@ -6,6 +6,9 @@
   outside it through a symlink; every bounded read keeps it;
 - `atomic_write_text` / `atomic_write_bytes` / `atomic_writer`: a temp file in the same folder, fsync, rename, so
   a reader sees the old file or the new one, never half of one; the file keeps the mode a plain open() gives;
+- the one write path (`write_target`, kept by the atomic writes and `open_for_append`): a write refuses what a
+  read refuses, a path a symlink takes out of the project (a linked folder, a dangling link) and a target that
+  is not a regular file (a FIFO would hang it, a device swallow it); a link that stays inside is written through;
 - `project_roots_remembered`: inside it, the project a folder belongs to is looked up once (the pytest plugin
   opens every test's cassette inside one memo a session), rather than by a walk up to / per cassette.
 
@@ -16,13 +19,14 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import errno
 import os
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from harness.errors import CassetteError, absolute
+from harness.errors import CassetteError, HarnessError, absolute
 
 
 def read_bytes_bounded(path: Path, limit: int | None = None) -> bytes:
@@ -142,6 +146,48 @@ def refuse_symlink_escape(path: Path) -> None:
         )
 
 
+def write_target(path: str | Path) -> Path:
+    """Where a write to `path` really goes, under the read path's rules: refused (HarnessError naming the file) when
+    a symlink takes it out of the project (`symlink_escape`, a dangling link included) or when something that is
+    not a regular file is there; else the real path, so a link that stays inside keeps linking to what is written."""
+    path = Path(path)
+    escape = symlink_escape(path)
+    if escape is not None:
+        raise HarnessError(f"not written: it leads outside the project through a symlink (to {escape}); remove the "
+                           "link, or write the path as outside the project", file=path)
+    target = Path(os.path.realpath(path))
+    try:
+        status = os.lstat(target)
+    except FileNotFoundError:
+        return target
+    except NotADirectoryError:
+        raise HarnessError("not written: a folder on its path is a file", file=path) from None
+    if not stat.S_ISREG(status.st_mode):
+        raise HarnessError("not written: something that is not a regular file (a folder, a device or a pipe) is "
+                           "there", file=path)
+    return target
+
+
+def open_for_append(path: str | Path) -> BinaryIO:
+    """A regular file opened to append to (created 0666 less the umask), under `write_target`'s rules; the last
+    component is opened without following a link (O_NOFOLLOW) and checked again once open, so a link or a FIFO
+    planted between the check and the open is refused too."""
+    target = write_target(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(target, flags | getattr(os, "O_BINARY", 0), 0o666)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise HarnessError("not written: it is a symlink", file=path) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise HarnessError("not written: not a regular file (a device or a pipe)", file=path)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "ab")
+
+
 def _existing_mode(path: Path) -> int | None:
     """The mode of the file being replaced, which the new one keeps; None for a new file."""
     try:
@@ -177,7 +223,7 @@ def atomic_write_bytes(path: str | Path, data: bytes, *, durable: bool = True) -
 @contextlib.contextmanager
 def atomic_writer(path: str | Path, *, durable: bool = True) -> Iterator[BinaryIO]:
     """A file to write in pieces (a streamed document) that appears at `path` whole, or not at all."""
-    path = Path(path)
+    path = write_target(path)  # never through a link out of the project, never into a FIFO or a device
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = _existing_mode(path)
     try:

@@ -12,10 +12,15 @@ session id. Matching on them would tie a recording to one folder on one machine 
     working directory, without the harness being told;
   * `pattern`: what a regex matches (its group 1, if it has one) becomes the placeholder (dates,
     OS-version lines); patterns apply to requests only;
+  * `volatile`: a shape of value that changes on every run (a ticket id, a build number): in tool_result
+    content and the system prompt it is not compared, like the built-in volatile shapes (harness.volatile),
+    and a change of it is reported as drift; it rewrites nothing, so a request that matches exactly pays nothing;
 - `ignore`: JSON paths left out of matching but kept as recorded (the `ignore_fields` option);
-- `policy`: `strict` (the default: the normalized body must match) or `sequence` (a request whose only
-  difference from the next recording is inside tool_result content is served that recording, and the
-  difference is reported as a drift warning).
+- `policy`: `volatile` (the default: values of a volatile shape in tool output, and dates and times in the
+  system prompt, may change; harness.volatile), `strict` (the normalized body must match; only the user's own
+  `volatile` rules are tolerated) or `sequence` (a request whose only difference from the next recording is
+  inside tool_result content is served that recording). What a policy tolerates is reported as drift warnings.
+  Whatever the policy, the tool_result blocks of one user turn match in any order (by tool_use_id).
 
 The rules are stored in the cassette (`harness.matching`), so a reviewer sees what is ignored, and the
 stored bodies hold the placeholders, not the recording machine's paths. Replay puts this machine's
@@ -41,8 +46,10 @@ from harness.errors import HarnessError
 from harness.jsondata import parse_path
 from harness.patterns import BadPattern, Pattern, compile_pattern
 
-MatchPolicy = Literal["strict", "sequence"]
-MATCH_POLICIES: tuple[str, ...] = ("strict", "sequence")
+MatchPolicy = Literal["strict", "volatile", "sequence"]
+MATCH_POLICIES: tuple[str, ...] = ("strict", "volatile", "sequence")
+DEFAULT_POLICY: MatchPolicy = "volatile"
+STRING_RULES: tuple[str, ...] = ("fact", "capture", "pattern", "volatile")
 FACTS: tuple[str, ...] = ("cwd", "home", "tmp")
 MASKED = "$MASKED"
 CLAUDE_CODE_PRESET = "claude-code"
@@ -55,23 +62,24 @@ class RuleError(HarnessError):
 
 @dataclass(frozen=True)
 class Substitution:
-    """One string rule: exactly one of `fact`, `capture` or `pattern` says what becomes `placeholder`."""
+    """One string rule: exactly one of `fact`, `capture`, `pattern` or `volatile` says what becomes `placeholder`."""
 
     placeholder: str
     fact: str | None = None
     capture: str | None = None
     pattern: str | None = None
     name: str | None = None
+    volatile: str | None = None
 
     def __post_init__(self) -> None:
         where = f"substitution {self.name or self.placeholder!r}"
         if not re.fullmatch(r"\$[A-Z][A-Z0-9_]*", self.placeholder or ""):
             raise RuleError(f"{where}: placeholder {self.placeholder!r} must look like $NAME (capitals)")
-        if sum(x is not None for x in (self.fact, self.capture, self.pattern)) != 1:
-            raise RuleError(f"{where}: give exactly one of fact, capture or pattern")
+        if sum(getattr(self, kind) is not None for kind in STRING_RULES) != 1:
+            raise RuleError(f"{where}: give exactly one of fact, capture, pattern or volatile")
         if self.fact is not None and self.fact not in FACTS:
             raise RuleError(f"{where}: fact {self.fact!r} is not one of {', '.join(FACTS)}")
-        for regex in (self.capture, self.pattern):
+        for regex in (self.capture, self.pattern, self.volatile):
             if regex is not None:
                 try:
                     compiled = compile_pattern(regex)
@@ -83,7 +91,7 @@ class Substitution:
     def to_data(self) -> dict[str, str]:
         data = {"name": self.name} if self.name else {}
         data["placeholder"] = self.placeholder
-        for key in ("fact", "capture", "pattern"):
+        for key in STRING_RULES:
             value = getattr(self, key)
             if value is not None:
                 data[key] = value
@@ -116,12 +124,12 @@ class Normalization:
     mask: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     substitutions: tuple[Substitution, ...] = ()
-    policy: MatchPolicy = "strict"
+    policy: MatchPolicy | None = None  # None: not stated here (the default, `volatile`, unless another says)
     presets: tuple[str, ...] = ()
     machine: Machine = field(default_factory=Machine, compare=False)
 
     def __post_init__(self) -> None:
-        if self.policy not in MATCH_POLICIES:
+        if self.policy is not None and self.policy not in MATCH_POLICIES:
             raise RuleError(f"matching policy {self.policy!r}: use one of {', '.join(MATCH_POLICIES)}")
         for preset in self.presets:
             if preset not in PRESETS:
@@ -130,21 +138,30 @@ class Normalization:
     @property
     def rewrites(self) -> bool:
         """True when the rules change bodies (masks or substitutions), so matching must parse every request."""
-        return bool(self.mask or self.substitutions)
+        return bool(self.mask or any(rule.volatile is None for rule in self.substitutions))
+
+    @property
+    def match_policy(self) -> MatchPolicy:
+        """The policy in force: the stated one, else the default."""
+        return self.policy or DEFAULT_POLICY
+
+    def volatile_rules(self) -> tuple[tuple[str, str], ...]:
+        """The user's volatile shapes, as (placeholder, regex)."""
+        return tuple((rule.placeholder, rule.volatile) for rule in self.substitutions if rule.volatile is not None)
 
     def __bool__(self) -> bool:
-        return bool(self.rewrites or self.ignore or self.policy != "strict" or self.presets)
+        return bool(self.mask or self.substitutions or self.ignore or self.policy is not None or self.presets)
 
     # -- combining ------------------------------------------------------------------------------------
     def merged(self, other: Normalization | None) -> Normalization:
-        """These rules, then the other's (duplicates once; the other's policy wins when it is not strict)."""
+        """These rules, then the other's (duplicates once; the other's policy wins when it states one)."""
         if other is None:
             return self
         return Normalization(
             mask=_unique(self.mask + other.mask),
             ignore=_unique(self.ignore + other.ignore),
             substitutions=_unique(self.substitutions + other.substitutions),
-            policy=other.policy if other.policy != "strict" else self.policy,
+            policy=other.policy if other.policy is not None else self.policy,
             presets=_unique(self.presets + other.presets),
             machine=other.machine if other.machine != Machine() else self.machine,
         )
@@ -156,7 +173,7 @@ class Normalization:
 
     # -- stored form -------------------------------------------------------------------------------------
     def to_data(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"policy": self.policy}
+        data: dict[str, Any] = {"policy": self.policy} if self.policy is not None else {}
         if self.presets:
             data["presets"] = list(self.presets)
         if self.mask:
@@ -181,7 +198,7 @@ class Normalization:
         for index, rule in enumerate(data.get("substitutions") or []):
             if not isinstance(rule, Mapping):
                 raise RuleError(f"{where}.substitutions[{index}]: expected a mapping")
-            extra = set(rule) - {"name", "placeholder", "fact", "capture", "pattern"}
+            extra = set(rule) - {"name", "placeholder", *STRING_RULES}
             if extra:
                 raise RuleError(f"{where}.substitutions[{index}]: unknown key(s) {', '.join(sorted(extra))}")
             try:
@@ -192,7 +209,7 @@ class Normalization:
                 raise RuleError(f"{where}.substitutions[{index}]: {err}") from None
         try:
             return cls(mask=tuple(data.get("mask") or ()), ignore=tuple(data.get("ignore") or ()),
-                       substitutions=tuple(rules), policy=data.get("policy") or "strict",
+                       substitutions=tuple(rules), policy=data.get("policy"),
                        presets=tuple(data.get("presets") or ()))
         except RuleError as err:
             raise RuleError(f"{where}: {err}") from None
@@ -209,7 +226,7 @@ class Normalization:
                 value = self.machine.value(rule.fact)
             elif rule.capture is not None:
                 value = _first_capture(compile_pattern(rule.capture), strings)
-            else:
+            else:  # patterns are applied below; volatile shapes only where a request did not match exactly
                 continue
             if value and _worth_replacing(value):
                 found[rule.placeholder] = value
@@ -258,7 +275,10 @@ def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
 def _value_regex(value: str) -> re.Pattern[str]:
     # A whole path, not part of a longer one: "/tmp/a" is not replaced inside "/var/tmp/a" or "/tmp/ab",
     # but is inside "/tmp/a/notes.txt" and at the end of a sentence ("... in /tmp/a.").
-    return re.compile(r"(?<![\w./-])" + re.escape(value) + r"(?![\w-]|\.\w)")
+    # A value that is no path (a session id) is also replaced as one component of a path: the CLI names
+    # its per-session folder by it (".../projects/-work/<session id>/tool-results/...").
+    before = r"(?<![\w./-])" if value.startswith("/") else r"(?<![\w.-])"
+    return re.compile(before + re.escape(value) + r"(?![\w-]|\.\w)")
 
 
 @dataclass
@@ -414,27 +434,41 @@ def preset(name: str) -> Normalization:
     rules = (
         # metadata.user_id is a JSON string: {"device_id": ..., "account_uuid": ..., "session_id": ...}
         Substitution("$SESSION_ID", capture=r'"session_id"\s*:\s*"([^"]+)"', name="session id"),
+        # The same id as the CLI names its per-session folder, for a request whose metadata does not say it.
+        Substitution("$SESSION_ID", capture=r"/projects/[^/\s`'\"]+/([0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12})/",
+                     name="session folder"),
         Substitution("$DEVICE_ID", capture=r'"device_id"\s*:\s*"([^"]+)"', name="device id"),
         Substitution("$CWD", capture=r"Primary working directory: (\S[^\n]*)", name="working directory"),
         # The CLI's config folder as the CLI names it (~/.claude, or CLAUDE_CONFIG_DIR): the HOME the CLI was
         # given is not this process's, so it is read from the memory folder's path the system prompt states.
         Substitution("$CLAUDE_CONFIG_DIR", capture=r"([^\s`'\"]+)/projects/[^/\s`'\"]+/memory/",
                      name="claude config folder"),
+        # Or from the per-session folder a tool result names (a system prompt of the app's own names no memory).
+        Substitution("$CLAUDE_CONFIG_DIR", name="claude config folder (session)",
+                     capture=r"([^\s`'\"]+)/projects/-[A-Za-z0-9-]+/[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-"),
         Substitution("$HOME", fact="home", name="home folder"),
         Substitution("$TMP", fact="tmp", name="temp folder"),
         Substitution("$DATE", pattern=r"Today's date is (\d{4}-\d{2}-\d{2})", name="date"),
         # The per-project folder is the cwd with every other character than a letter or digit turned to "-"
         # (/tmp/x_A -> -tmp-x-A), which the $CWD rule cannot see as a path.
         Substitution("$PROJECT_SLUG", pattern=r"/projects/(-[A-Za-z0-9-]+)/", name="project folder"),
+        # What the CLI keeps in its per-session folder (a tool's output too large to send, saved under a name
+        # it draws per call, "tool-results/b2oy6al89.txt"; subagent journals) is its own bookkeeping.
+        Substitution("$SESSION_FILE", pattern=r"/\$SESSION_ID/([^\s`'\"<>]+)", name="session file"),
         Substitution("$OS_VERSION", pattern=r"OS Version: ([^\n]+)", name="os version"),
         Substitution("$PLATFORM", pattern=r"\bPlatform: (\S+)", name="platform"),
         Substitution("$SHELL", pattern=r"\bShell: (\S+)", name="shell"),
         Substitution("$IS_GIT", pattern=r"Is a git repository: (\S+)", name="git repository"),
+        # The snapshot of the checkout the CLI attaches in a git repository (branch, status, recent commits): it
+        # changes with every commit, the one that adds the cassette too, and a CI checkout has another branch.
+        Substitution("$GIT_STATUS", name="git status", pattern=r"(Current branch: [^\n]*\n[\s\S]*?\nRecent commits:\n"
+                     r"[0-9a-f]{6,40} [^\n]*(?:\n[0-9a-f]{6,40} [^\n]*)*)"),
     )
     return Normalization(mask=("metadata.user_id",), substitutions=rules, presets=(name,))
 
 
 __all__ = [
-    "CLAUDE_CODE_PRESET", "MATCH_POLICIES", "Applied", "Machine", "MatchPolicy", "Normalization", "RuleError",
+    "CLAUDE_CODE_PRESET", "DEFAULT_POLICY", "MATCH_POLICIES", "STRING_RULES", "Applied", "Machine", "MatchPolicy",
+    "Normalization", "RuleError",
     "Substitution", "is_claude_code", "preset", "response_events",
 ]

@@ -12,6 +12,9 @@ any working directory.
     suites = ["evals"]             # what `harness eval` runs with no PATH (default: evals/ when it
                                    # exists, else the golden folder, each golden a suite of its own)
 
+    checks = ["checks.py"]         # the project's own checks: files of @harness.check functions, or
+                                   # "module:name" (harness.checks.user)
+
     [tool.loop-harness.scenarios]  # `harness record NAME` runs NAME and records cassettes/NAME.yaml
     brief = "myagent.scenarios:brief"   # any agent: sync or async def, given a client or building its own
 
@@ -42,7 +45,7 @@ __all__ = ["CONFIG_TABLE", "ClientFor", "Project", "ProjectScenario", "load_proj
 
 ROOT_MARKERS = ("pyproject.toml", ".git")
 CONFIG_TABLE = "tool.loop-harness"
-_KEYS = ("cassettes", "golden", "suites", "scenarios", "matching")
+_KEYS = ("cassettes", "golden", "suites", "scenarios", "matching", "checks")
 
 
 def _marked_root(start: Path) -> Path | None:
@@ -82,6 +85,7 @@ class Project:
     suites: tuple[Path, ...]
     scenarios: Mapping[str, str] = field(default_factory=dict)  # name -> "module:function"
     matching: Any = None  # harness.normalize.Normalization of [tool.loop-harness.matching], if any
+    checks: tuple[str, ...] = ()  # files of @harness.check functions, or "module:name" (harness.checks.user)
 
     def describe_config(self) -> str:
         """Where settings come from, for hints: the file's [tool.loop-harness], or where to put one."""
@@ -215,6 +219,12 @@ def _load(root: Path) -> Project:
         if not isinstance(target, str) or target.count(":") != 1 or not all(target.split(":")):
             raise HarnessError(f"scenario {name!r} must be \"module:function\", got {target!r}", file=file,
                                where=f"[{CONFIG_TABLE}.scenarios]")
+    checks = table.get("checks", [])
+    if isinstance(checks, str):
+        checks = [checks]
+    if not isinstance(checks, list) or not all(isinstance(item, str) and item for item in checks):
+        raise HarnessError(f"checks must be a list of files or \"module:name\" entries, got {checks!r}", file=file,
+                           where=f"[{CONFIG_TABLE}]")
     matching = None
     if "matching" in table:
         from harness.normalize import Normalization  # cheap: no SDK, no HTTP
@@ -231,6 +241,7 @@ def _load(root: Path) -> Project:
         suites=tuple(root / _string(item, "suites", file) for item in suites),
         scenarios=dict(scenarios),
         matching=matching,
+        checks=tuple(checks),
     )
 
 

@@ -30,6 +30,8 @@ fork replayed (not paid again) and re-recorded is printed then.
 from __future__ import annotations
 
 import codecs
+import contextlib
+import os
 import sys
 import threading
 import time
@@ -42,8 +44,8 @@ import httpx2
 from harness.cassette import modes
 from harness.cassette.journal import Journal, journal_path, read_journal
 from harness.cassette.recorder import Cassette, CassetteMismatch, Mode
-from harness.cassette.redact import redact_target
-from harness.cassette.storage import recording_turn
+from harness.cassette.redact import redact_target, shown_url
+from harness.cassette.storage import UnansweredRun, recording_turn
 from harness.cassette.transport import failure_kind
 from harness.errors import HarnessError
 from harness.httpserver import LoopbackServer
@@ -55,6 +57,8 @@ from harness.wire.sse import SSE_CONTENT_TYPE, parse_sse
 PROXY_MODES: tuple[str, ...] = ("once", "new_episodes", "all", "rewrite", "fork")
 PROXY_ERROR_HEADER = "x-harness-proxy-error"  # on the 502 the proxy sends when the upstream failed
 RECORDED_HEADER = "x-harness-recorded"  # on answers that came from the upstream (and went to the cassette)
+# The events that end a streamed answer: a client that has one has the answer, so it is journaled first.
+_FINAL_EVENTS = frozenset({"message_stop", "error"})
 # Not forwarded upstream: the upstream's own host, framing we recompute, and the encoding, which the
 # upstream client negotiates itself so that it can read (and record) the body decoded.
 _NOT_FORWARDED = HOP_BY_HOP | FRAMING | {"host", "accept-encoding", "expect"}
@@ -115,11 +119,12 @@ class RecordingProxy(LoopbackServer):
             raise HarnessError(f"proxy mode {mode!r}: use one of {', '.join(PROXY_MODES)} "
                                "(to replay only, use `harness serve`)")
         self.upstream = upstream.rstrip("/")
+        self.shown_upstream = shown_url(self.upstream)  # what a log line, the banner or the lock's holder says
         self._origin = f"{parts.scheme}://{parts.netloc}"
         self.verbose = verbose
         # The same lock as use_cassette: a proxy and a Python recorder never write one cassette at once.
         self._file_lock = recording_turn(cassette, mode, timeout=lock_timeout,
-                                         who=f"harness proxy --upstream {upstream}")
+                                         who=f"harness proxy --upstream {self.shown_upstream}")
         try:
             self.recovered = _recover_journal(Path(cassette), cassette_options)
             if self.recovered:
@@ -202,11 +207,8 @@ class RecordingProxy(LoopbackServer):
             return
         position = self._record(request, response, started, response_body=body)
         self._log(f"{_shown(request)} -> {response.status_code} (recorded #{self.recorded})")
-        try:
-            responder.send_body(response.status_code, self._client_headers(response), body,
-                                reason=response.reason_phrase)
-        finally:
-            self._write_journal(position)  # after the client has its answer
+        self._write_journal(position)  # durable before the client has its answer: a kill now loses nothing it saw
+        responder.send_body(response.status_code, self._client_headers(response), body, reason=response.reason_phrase)
 
     def _pass_stream(self, request: IncomingRequest, responder: Responder, response: httpx2.Response,
                      started: float) -> None:
@@ -215,13 +217,18 @@ class RecordingProxy(LoopbackServer):
         events: list[dict[str, Any]] = []
         upstream_failure: str | None = None
         client_gone = False
+        held = b""  # from the chunk that ends the answer on: sent once the exchange is journaled
         try:
             responder.send_head(response.status_code, self._client_headers(response), chunked=True,
                                 reason=response.reason_phrase)
             for chunk in response.iter_bytes():
                 offset = round((time.monotonic() - head_at) * 1000, 1)
-                events.extend({**event, "offset_ms": offset} for event in splitter.feed(chunk))
-                responder.write_chunk(chunk)  # as it came: the client sees each event when the upstream sends it
+                fed = splitter.feed(chunk)
+                events.extend({**event, "offset_ms": offset} for event in fed)
+                if held or any(event.get("event") in _FINAL_EVENTS for event in fed):
+                    held += chunk  # the client has the whole answer once it has this: journal it first
+                else:
+                    responder.write_chunk(chunk)  # as it came: the client sees each event when the upstream sends it
         except httpx2.RequestError as error:
             upstream_failure = f"{failure_kind(error)}: {_describe(error)}"
         except ClientDisconnected:
@@ -231,32 +238,33 @@ class RecordingProxy(LoopbackServer):
             events.extend({**event, "offset_ms": offset} for event in splitter.close())
         truncated = upstream_failure is not None or client_gone
         position = self._record(request, response, started, events=events, truncated=truncated)
+        # Durable before the client sees the end of its stream (the last chunk): a client that has a whole answer
+        # has it in the journal too, whenever the proxy is killed.
+        self._write_journal(position)
         what = f"{response.status_code} stream, {len(events)} events"
-        try:
-            if upstream_failure:
-                self._log(f"{_shown(request)} -> {what}, then the upstream failed "
-                          f"({upstream_failure}); recorded #{self.recorded} as truncated", always=True)
-                responder.drop()  # the client's stream ends where the upstream's did
-            elif client_gone:
-                self._log(f"{_shown(request)} -> {what}, then the client hung up; "
-                          f"recorded #{self.recorded} as truncated", always=True)
-            else:
-                self._log(f"{_shown(request)} -> {what} (recorded #{self.recorded})")
-                responder.finish()
-        finally:
-            self._write_journal(position)  # after the client has the end of its stream
+        if upstream_failure:
+            with contextlib.suppress(ClientDisconnected):
+                responder.write_chunk(held)  # all the upstream sent, journaled: then cut where it was cut
+            self._log(f"{_shown(request)} -> {what}, then the upstream failed "
+                      f"({upstream_failure}); recorded #{self.recorded} as truncated", always=True)
+            responder.drop()  # the client's stream ends where the upstream's did
+        elif client_gone:
+            self._log(f"{_shown(request)} -> {what}, then the client hung up; "
+                      f"recorded #{self.recorded} as truncated", always=True)
+        else:
+            self._log(f"{_shown(request)} -> {what} (recorded #{self.recorded})")
+            responder.write_chunk(held)
+            responder.finish()
 
     def _failed(self, request: IncomingRequest, responder: Responder, kind: str, message: str,
                 started: float) -> None:
         position = self._record(request, None, started, error={"kind": kind, "message": message})
         self._log(f"{_shown(request)} -> upstream {kind} ({message}); "
                   f"recorded #{self.recorded} as a {kind} failure, answered 502", always=True)
-        text = (f"harness proxy: the upstream {self.upstream} failed before answering ({kind}: {message}). "
+        text = (f"harness proxy: the upstream {self.shown_upstream} failed before answering ({kind}: {message}). "
                 f"The cassette records the {kind}, not this 502.")
-        try:
-            responder.send_json(502, api_error("api_error", text), [(PROXY_ERROR_HEADER, kind)])
-        finally:
-            self._write_journal(position)
+        self._write_journal(position)  # durable before the client hears of it
+        responder.send_json(502, api_error("api_error", text), [(PROXY_ERROR_HEADER, kind)])
 
     # -- the cassette -----------------------------------------------------------------------------------
     def _client_headers(self, response: httpx2.Response) -> list[tuple[str, str]]:
@@ -300,7 +308,7 @@ class RecordingProxy(LoopbackServer):
             return
         try:
             self._journal.append(header, position, interaction)
-        except (OSError, ValueError) as err:
+        except (OSError, ValueError, HarnessError) as err:
             self._save_failed(f"exchange #{position + 1} could not be written to {self._journal.path}: "
                               f"{getattr(err, 'strerror', None) or err}")
 
@@ -310,8 +318,12 @@ class RecordingProxy(LoopbackServer):
         print(f"harness proxy: {reason}", file=sys.stderr, flush=True)
 
     def _save(self) -> bool:
+        """Write the cassette; whether the journal may go (all it held is in the cassette, or worth nothing)."""
         try:
             self.cassette.save()
+        except UnansweredRun as err:  # the old cassette stays; a journal of connection failures would not help
+            self._save_failed(str(err))
+            return True
         except (HarnessError, OSError) as err:
             self._save_failed(f"could not save the cassette {self.cassette.path}: "
                               f"{getattr(err, 'strerror', None) or err}; the journal {self._journal.path} "
@@ -341,7 +353,7 @@ class RecordingProxy(LoopbackServer):
 def _recover_journal(cassette: Path, options: dict[str, Any]) -> int:
     """Fold in the journal a killed proxy left beside `cassette`; the number of exchanges it held."""
     path = journal_path(cassette)
-    if not path.exists():
+    if not os.path.lexists(path):  # lexists: a planted link is read (and refused) rather than passed over
         return 0
     found = read_journal(path)
     if found is None or not found[1]:
@@ -356,6 +368,11 @@ def _recover_journal(cassette: Path, options: dict[str, Any]) -> int:
     recovered.capture.new_interactions = interactions
     if isinstance(header.get("provenance"), dict):
         recovered.provenance = header["provenance"]
-    recovered.save()
+    try:
+        recovered.save()
+    except UnansweredRun as err:  # connection failures only: nothing to fold in, and the cassette stays as it is
+        print(f"harness proxy: the journal {path} was not folded in: {err.reason}", file=sys.stderr, flush=True)
+        path.unlink(missing_ok=True)
+        return 0
     path.unlink(missing_ok=True)
     return len(interactions)

@@ -4,7 +4,8 @@ A `RecordJob` is one cassette to record and a function that records it and says 
 them, `concurrency` at a time, reports each as it ends and sums up what could not be recorded.
 `record_scenario` records one run of any scenario (the `harness.scenarios.Scenario` protocol: the project's or
 a set's) with clients from the environment (`client_options` checks there is something to record against) or
-the options given. Used by `harness record`, by a package's scenario set recording its own (the demo's, against
+the options given; a run none of whose requests was answered (a dead or wrong base URL) is refused, and
+nothing is written. Used by `harness record`, by a package's scenario set recording its own (the demo's, against
 an in-process simulator), and by bench/trials.py.
 """
 
@@ -58,23 +59,38 @@ def run_jobs(jobs: Sequence[RecordJob], concurrency: int) -> int:
                 )
 
     if concurrency == 1:
-        for job in jobs:
+        for number, job in enumerate(jobs):
             try:
                 line = job.record()
+            except KeyboardInterrupt:  # an interrupted run is never saved: say so for it and those not started
+                return _interrupted(jobs[number:])
             except Exception as err:  # one scenario's failure is data: the others still get recorded
                 report(job, None, err)
             else:
                 report(job, line, None)
     else:
+        unstarted: list[RecordJob] = []
         with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="harness-record") as pool:
             futures = {pool.submit(job.record): job for job in jobs}
-            for future in as_completed(futures):
+            pending = set(futures)
+            while pending:
                 try:
-                    line = future.result()
-                except Exception as err:
-                    report(futures[future], None, err)
-                else:
-                    report(futures[future], line, None)
+                    for future in as_completed(pending):
+                        pending.discard(future)
+                        try:
+                            line = future.result()
+                        except Exception as err:
+                            report(futures[future], None, err)
+                        else:
+                            report(futures[future], line, None)
+                except KeyboardInterrupt:
+                    # A thread cannot be interrupted: those recording finish (saved whole); the rest never start.
+                    unstarted += [futures[future] for future in list(pending) if future.cancel()]
+                    pending -= {future for future in pending if future.cancelled()}
+                    print(f"harness record: interrupted: {counted(len(pending), 'recording')} under way finish first",
+                          file=sys.stderr, flush=True)
+        if unstarted:
+            return _interrupted(unstarted)
         elapsed = time.monotonic() - started
         done = len(jobs) - len(failures)
         print(
@@ -87,6 +103,18 @@ def run_jobs(jobs: Sequence[RecordJob], concurrency: int) -> int:
     for job, error in sorted(failures, key=lambda failure: str(failure[0].path)):
         print(f"  {job.name or job.path.stem}: {_reason(error)}", file=sys.stderr)
     return 1
+
+
+def _interrupted(jobs: Sequence[RecordJob]) -> int:
+    """What Ctrl-C left of each job it stopped (a run cut short is never saved), and 130, the shell's code."""
+    for job in jobs:
+        try:
+            shown = job.path.resolve().relative_to(Path.cwd().resolve())
+        except ValueError:
+            shown = job.path
+        kept = "left as it was" if job.path.exists() else "not written"
+        print(f"harness record: interrupted: {shown} {kept}", file=sys.stderr, flush=True)
+    return 130
 
 
 def _reason(error: Exception) -> str:
@@ -142,9 +170,16 @@ def record_scenario(item: Scenario, path: Path, *, pacer: Pacer | None = None, *
     """Run a scenario and record it afresh to `path`. The clients it builds come from the environment and
     `client_options`; with `pacer`, every Messages API attempt of those clients waits for it."""
     from harness.cassette.recorder import use_cassette
+    from harness.cassette.storage import answered, unanswered_reason
     from harness.scenarios import client_factory
 
     middleware = [pacer.middleware()] if pacer is not None else []
+    existed = path.exists()
     with use_cassette(path, mode="rewrite") as cassette:
         returned = item.run(client_factory(item, middleware=middleware, **client_options))
+        if cassette.new_interactions and not answered(cassette.new_interactions):
+            # Raised inside the block, so nothing is written: a run never answered is no recording of the agent
+            # (an agent that catches its client's errors, as run_loop does, returns as if all were well).
+            kept = "the previous recording is kept" if existed else "nothing written"
+            raise HarnessError(f"{unanswered_reason(cassette.new_interactions)}; {kept}")
     return Recorded(path, returned, cassette.this_run())

@@ -92,6 +92,17 @@ def _refuse_alias_bombs(data: Any, *, limit: int, file: str | Path | None) -> No
 
 MAX_DEPTH = 100  # levels of nesting; no Messages API body comes near it, and every reader recurses
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _refuse_surrogates(text: str, *, file: str | Path | None, path: tuple[Any, ...]) -> None:
+    """A `"\\ud800"` escape gives half of a UTF-16 pair, which no UTF-8 text can hold: every reader that encodes
+    the string (a request's fingerprint, a report, a replayed body) would fail on it, so it fails here, once."""
+    found = _SURROGATE.search(text)
+    if found:
+        raise CassetteError(f"a lone surrogate (\\u{ord(found.group()):04x}) is not text; write the character itself",
+                            file=file, where=json_path(path))
+
 
 def refuse_what_json_cannot_hold(data: Any, *, file: str | Path | None) -> None:
     """Refuse what YAML can say and JSON cannot: a date or timestamp (an unquoted `2026-09-07`), bytes
@@ -107,11 +118,14 @@ def refuse_what_json_cannot_hold(data: Any, *, file: str | Path | None) -> None:
             for key, value in node.items():
                 if not isinstance(key, str):
                     raise CassetteError(f"the key {key!r} is not text; quote it", file=file, where=json_path(path))
+                _refuse_surrogates(key, file=file, path=path)
                 stack.append((value, (*path, key)))
         elif isinstance(node, list):
             if len(path) >= MAX_DEPTH:
                 raise CassetteError(f"nested more than {MAX_DEPTH} levels deep", file=file, where=json_path(path))
             stack.extend((value, (*path, index)) for index, value in enumerate(node))
+        elif isinstance(node, str):
+            _refuse_surrogates(node, file=file, path=path)
         elif not isinstance(node, str | int | float | bool | type(None)):
             what = {
                 "date": "an unquoted date",

@@ -225,6 +225,10 @@ def test_off_again_after_the_block_and_this_process_environment_untouched() -> N
         seen = subprocess.run(["/bin/sh", "-c", "echo $HTTPS_PROXY"], capture_output=True, text=True,
                               close_fds=False).stdout
         assert seen.strip() == refuser().url
+        # `env=os.environ` itself: given the guard's variables (until the guard ends)...
+        seen = subprocess.run(["sh", "-c", "echo $HTTPS_PROXY"], capture_output=True, text=True,
+                              env=os.environ).stdout
+        assert seen.strip() == refuser().url
     # ...and given back as it was when the guard ends.    assert not active()
     assert {key: os.environ.get(key) for key in ENV_KEYS} == before
     seen = subprocess.run(["sh", "-c", "echo ${HARNESS_EGRESS_GUARD-unset}"], capture_output=True, text=True).stdout

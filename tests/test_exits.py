@@ -154,6 +154,22 @@ def test_a_regression_beside_a_judgement_to_redo_exits_1(tmp_path: Path, capsys:
     assert "FAIL" in printed and "needs re-judging" in printed
 
 
+def test_a_regression_beside_a_judge_that_cannot_be_asked_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same when the judge could not be asked at all (`--judge record` with no key): still the regression."""
+    project = clone_of_dayflow(tmp_path)
+    edit_rubric(project / GOLDEN, criterion="something new")
+    golden = json.loads((project / GOLDEN).read_text(encoding="utf-8"))
+    next(check for check in golden["checks"] if check["check"] == "budgets")["params"]["max_steps"] = 1
+    (project / GOLDEN).write_text(json.dumps(golden), encoding="utf-8")
+    out = project / "r.json"
+    assert harness_main(["eval", str(project / GOLDEN), "--judge", "record", "--json", str(out)]) == 1
+    (case,) = json.loads(out.read_text(encoding="utf-8"))["cases"]
+    assert case["status"] == "failed" and "ANTHROPIC_API_KEY" in case["error"]["reason"]
+    assert "recording a judgement needs ANTHROPIC_API_KEY" in capsys.readouterr().out
+
+
 def _golden(project: Path, name: str, data: object) -> Path:
     path = project / "golden" / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -254,3 +270,106 @@ def test_a_parametrize_id_too_long_for_a_file_name_gets_a_short_stable_cassette_
     assert all(name.startswith("test_weather-" + "x" * 100) for name in names)
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)  # replays: the same names again
     assert sorted(path.name for path in (pytester.path / "cassettes" / "test_long").iterdir()) == names
+
+
+# --- Ctrl-C during harness record -------------------------------------------------------------------------------------
+
+SLOW_AGENT = '''
+import os, time
+
+def slow(client):
+    client.messages.create(model="claude-sonnet-4-5", max_tokens=64, messages=[{"role": "user", "content": "hi"}])
+    open(os.environ["READY"], "w").close()
+    time.sleep(120)
+'''
+
+# Where a test suite runs in the background (no job control, nohup, some CI), SIGINT arrives ignored: Ctrl-C is
+# what is tested, so the child puts Python's own handler back first.
+RECORD = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+          "from harness.cli import main; sys.exit(main(['record']))")
+
+
+@pytest.mark.parametrize("existed", [True, False], ids=["kept", "new"])
+def test_ctrl_c_during_record_says_what_was_kept_and_exits_130(tmp_path: Path, existed: bool) -> None:
+    import signal
+    import time
+
+    from harness.sim import Simulator
+
+    (tmp_path / "pyproject.toml").write_text('[tool.loop-harness.scenarios]\nslow = "slow_agent:slow"\n')
+    (tmp_path / "slow_agent.py").write_text(SLOW_AGENT)
+    cassette = tmp_path / "cassettes" / "slow.yaml"
+    if existed:
+        cassette.parent.mkdir()
+        shutil.copyfile(BRIEF, cassette)
+    ready = tmp_path / "ready"
+    with Simulator() as sim:
+        env = {**os.environ, "ANTHROPIC_BASE_URL": sim.base_url, "READY": str(ready), "PYTHONPATH": str(tmp_path)}
+        child = subprocess.Popen([sys.executable, "-c", RECORD], cwd=tmp_path, env=env, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            for _ in range(600):
+                if ready.exists() or child.poll() is not None:
+                    break
+                time.sleep(0.1)
+            assert ready.exists(), child.communicate(timeout=5)
+            child.send_signal(signal.SIGINT)
+            out, err = child.communicate(timeout=60)
+        finally:
+            child.kill()
+    assert child.returncode == 130, out + err
+    assert "Traceback" not in err
+    said = "left as it was" if existed else "not written"
+    assert f"harness record: interrupted: cassettes/slow.yaml {said}" in err, err
+    if existed:
+        assert cassette.read_bytes() == BRIEF.read_bytes()
+    else:
+        assert not cassette.exists()
+
+
+QUICK_AGENT = '''
+import os, time
+
+def make(name):
+    def scenario(client):
+        client.messages.create(model="claude-sonnet-4-5", max_tokens=64, messages=[{"role": "user", "content": name}])
+        open(os.path.join(os.environ["READY"], name), "w").close()
+        time.sleep(3)
+    return scenario
+
+a, b, c = make("a"), make("b"), make("c")
+'''
+
+
+def test_ctrl_c_with_concurrency_lets_the_recordings_under_way_finish_and_starts_no_other(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    from harness.sim import Simulator
+
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.loop-harness.scenarios]\na = "quick_agent:a"\nb = "quick_agent:b"\nc = "quick_agent:c"\n')
+    (tmp_path / "quick_agent.py").write_text(QUICK_AGENT)
+    ready = tmp_path / "ready"
+    ready.mkdir()
+    command = RECORD.replace("main(['record'])", "main(['record', '--concurrency', '2'])")
+    with Simulator() as sim:
+        env = {**os.environ, "ANTHROPIC_BASE_URL": sim.base_url, "READY": str(ready), "PYTHONPATH": str(tmp_path)}
+        child = subprocess.Popen([sys.executable, "-c", command], cwd=tmp_path, env=env, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            for _ in range(600):
+                if len(list(ready.iterdir())) == 2 or child.poll() is not None:
+                    break
+                time.sleep(0.05)
+            assert len(list(ready.iterdir())) == 2, child.communicate(timeout=5)
+            child.send_signal(signal.SIGINT)
+            out, err = child.communicate(timeout=60)
+        finally:
+            child.kill()
+    assert child.returncode == 130, out + err
+    started = sorted(path.name for path in ready.iterdir())
+    (never,) = {"a", "b", "c"} - set(started)
+    assert f"harness record: interrupted: cassettes/{never}.yaml not written" in err, err
+    assert all((tmp_path / "cassettes" / f"{name}.yaml").is_file() for name in started), out + err
+    assert not (tmp_path / "cassettes" / f"{never}.yaml").exists() and "Traceback" not in err

@@ -119,3 +119,54 @@ def test_pricing_and_fingerprints_take_values_of_any_type() -> None:
 def test_every_bundled_cassette_still_reads_cleanly() -> None:
     for path in seed_cassettes(include_real=False):
         read_every_way(path)
+
+
+# Found by the fuzz budget raised to 8,000 cases with a replay step (bench/fuzz.py replay_each_request): a lone
+# surrogate escaped in a double-quoted scalar (`"\ud800"`) reached request_fingerprint, which cannot encode it; a
+# `messages` that is not a list broke the nearest-request search of a miss; a reason phrase that is not ASCII
+# broke the replayed response. (seed, case) of bench/fuzz.py's mutator over the bundled cassettes.
+FUZZ_SEED_CASES = [(6, 14), (6, 132), (2, 1222)]
+
+
+@pytest.mark.parametrize(("seed", "number"), FUZZ_SEED_CASES, ids=lambda value: str(value))
+def test_the_fuzz_cases_that_broke_replay_are_refused_or_read_cleanly(seed: int, number: int) -> None:
+    found = fuzz(number + 1, seed=seed, include_real=False)
+    assert found.cases == number + 1
+    assert found.tracebacks == [], "\n\n".join(f"case {case} from {source}:\n{trace}"
+                                               for case, source, trace in found.tracebacks)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "place"),
+    [
+        ("        content: Today is Monday, 7 September 2026 (2026-09-07). Write my morning brief.",
+         '        content: "\\ud800 Today"', "line 23, column"),
+        ("      max_tokens: 2048", '      "\\udc80k": 1\n      max_tokens: 2048', "line 20, column"),
+        ("    path: /v1/messages", '    path: "/v1/messages\\ud800"', "line 15, column"),
+    ],
+    ids=["value", "key", "path"],
+)
+def test_a_lone_surrogate_is_refused_at_load_by_every_reader(tmp_path: Path, old: str, new: str, place: str) -> None:
+    """Half of a UTF-16 pair is no text (it reached request_fingerprint, which could not encode it): refused at
+    load with its line, even where a parse of the same bytes was cached before this was refused."""
+    text = STREAM.read_text(encoding="utf-8")
+    assert old in text
+    path = tmp_path / "surrogate.yaml"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    for read in (lambda: ReplayServer([path]), lambda: use_cassette(path, "none").__enter__(),
+                 lambda: read_every_way(path)):
+        with pytest.raises(CassetteError) as refused:
+            read()
+        assert str(path) in str(refused.value) and place in str(refused.value) and "escape" in str(refused.value)
+
+
+def test_a_miss_against_odd_shapes_and_a_reason_that_is_not_ascii_replay_cleanly(tmp_path: Path) -> None:
+    text = STREAM.read_text(encoding="utf-8")
+    path = tmp_path / "odd.yaml"
+    odd = text.replace("    status: 200\n", "    status: 200\n    reason: Ok \u202e\ufffd\n", 1)
+    head, _, rest = odd.partition("      messages:\n")
+    body = rest.split("\n", 1)[1]
+    while body.startswith("      -") or body.startswith("        "):  # the first request's messages: a number now
+        body = body.split("\n", 1)[1]
+    path.write_text(head + "      messages: 7\n" + body, encoding="utf-8")
+    read_every_way(path)

@@ -53,7 +53,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # The agent loop and the tools it offers the model.
     ("loop", ("harness.loop", "harness.tools")),
     # The project a command works in, and the matching rules its configuration and every cassette hold.
-    ("project", ("harness.normalize", "harness.project")),
+    ("project", ("harness.normalize", "harness.volatile", "harness.project")),
     ("cassette", ("harness.cassette",)),
     ("trajectory", ("harness.trajectory",)),
     ("checks", ("harness.checks",)),

@@ -81,7 +81,7 @@ def test_a_value_split_across_stream_deltas_is_stored_whole_and_put_back() -> No
 
 
 @pytest.mark.parametrize(("data", "message"), [
-    ({"policy": "loose"}, "matching: matching policy 'loose': use one of strict, sequence"),
+    ({"policy": "loose"}, "matching: matching policy 'loose': use one of strict, volatile, sequence"),
     ({"substitutions": [{"placeholder": "$X", "pattern": "("}]}, "matching.substitutions[0]: substitution"),
     ({"substitutions": [{"placeholder": "cwd", "fact": "cwd"}]}, "must look like $NAME"),
     ({"substitutions": [{"placeholder": "$X", "fact": "os"}]}, "fact 'os' is not one of cwd, home, tmp"),
@@ -132,7 +132,7 @@ def test_a_recording_from_one_folder_replays_in_another_with_this_runs_paths(tmp
             substitutions=rules.substitutions, machine=Machine(cwd="/home/ann/proj"))):
         _ask("/home/ann/proj", transport)
     stored = load_cassette(path)
-    assert stored.meta["matching"] == {"policy": "strict", "substitutions": [{"placeholder": "$CWD", "fact": "cwd"}]}
+    assert stored.meta["matching"] == {"substitutions": [{"placeholder": "$CWD", "fact": "cwd"}]}  # no policy stated
     assert "/home/ann" not in path.read_text()
     with use_cassette(path, "none", normalize=Normalization(machine=Machine(cwd="/srv/ci/proj"))):
         replayed = _ask("/srv/ci/proj", transport)
@@ -201,4 +201,4 @@ def test_serve_takes_the_rules_on_the_command_line_and_refuses_bad_ones(tmp_path
     bad = subprocess.run([sys.executable, "-m", "harness.cli", "serve", str(path), "--substitute", "$CWD=cwd"],
                          capture_output=True, text=True, cwd=REPO)
     assert bad.returncode == 2
-    assert "write $NAME=fact:cwd, $NAME=capture:REGEX or $NAME=pattern:REGEX" in bad.stderr
+    assert "write $NAME=fact:cwd, $NAME=capture:REGEX, $NAME=pattern:REGEX or $NAME=volatile:REGEX" in bad.stderr

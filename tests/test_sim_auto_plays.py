@@ -100,6 +100,14 @@ def test_a_greeting_with_tools_offered_gets_text(client: anthropic.Anthropic) ->
     assert [block.type for block in reply.content] == ["text"]
 
 
+def test_a_greeting_with_a_server_tool_offered_gets_text_and_no_search(client: anthropic.Anthropic) -> None:
+    search = {"type": "web_search_20250305", "name": "web_search"}
+    reply = client.beta.messages.create(model=MODEL, max_tokens=500, tools=[search, WEATHER],  # type: ignore[list-item]
+                                        messages=[{"role": "user", "content": "Hi!"}])
+    assert [block.type for block in reply.content] == ["text"] and reply.stop_reason == "end_turn"
+    assert reply.usage.server_tool_use is None  # nothing searched, nothing billed
+
+
 def test_the_weather_in_paris_calls_get_weather_for_paris(client: anthropic.Anthropic) -> None:
     raw = client.messages.with_raw_response.create(
         model=MODEL, max_tokens=500, tools=[CALCULATOR, WEATHER],

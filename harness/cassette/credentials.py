@@ -218,7 +218,7 @@ def might_hold_secret(text: str) -> bool:
     if any(anchor in text for anchor in _ANCHORS):
         return True
     lower = text.lower()
-    if any(word in lower for word in _WORDS) or _has_field(lower, ":=>", "\"' "):
+    if any(word in lower for word in _WORDS) or _has_field(lower, ":=>", "\"' \\"):
         return True
     if "://" in text and "@" in text and _BASIC_AUTH_HINT.search(text):
         return True
@@ -230,7 +230,8 @@ def might_hold_secret_bytes(raw: bytes) -> bool:
     if any(anchor in raw for anchor in _BYTE_ANCHORS):
         return True
     lower = raw.lower()
-    if any(word in lower for word in _BYTE_WORDS) or _has_field(lower, b":=>", b"\"' "):
+    # A backslash too: a JSON string inside the body (a tool's output) escapes its quotes, `\"token\": \"...`.
+    if any(word in lower for word in _BYTE_WORDS) or _has_field(lower, b":=>", b"\"' \\"):
         return True
     if b"://" in raw and b"@" in raw:
         return True

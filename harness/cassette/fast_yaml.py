@@ -120,7 +120,10 @@ def _plain(text: str) -> Any:
 def _unescape(match: re.Match[str]) -> str:
     code = match.group(1)
     if len(code) > 1:
-        return chr(int(code[1:], 16))
+        point = int(code[1:], 16)
+        if 0xD800 <= point <= 0xDFFF:  # half of a UTF-16 pair is no text: the safe loader's checks name its place
+            raise NotOurDialect
+        return chr(point)
     try:
         return _ESCAPES[code]
     except KeyError:

@@ -20,6 +20,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from harness.files import open_for_append, read_bytes_bounded
+
 JOURNAL_VERSION = 1
 
 
@@ -40,15 +42,17 @@ class Journal:
         line = json.dumps({"position": position, "interaction": interaction}, ensure_ascii=False)
         with self._lock:
             if self._handle is None:
-                handle = self.path.open("a", encoding="utf-8")
+                # The write path every writer takes: no link out of the project, no FIFO or device.
+                handle = open_for_append(self.path)
                 try:
                     if handle.tell() == 0:
-                        handle.write(json.dumps({"journal": JOURNAL_VERSION, **header}, ensure_ascii=False) + "\n")
+                        handle.write(json.dumps({"journal": JOURNAL_VERSION, **header},
+                                                ensure_ascii=False).encode("utf-8") + b"\n")
                 except BaseException:
                     handle.close()
                     raise
                 self._handle = handle
-            self._handle.write(line + "\n")
+            self._handle.write(line.encode("utf-8") + b"\n")
             self._handle.flush()
             os.fsync(self._handle.fileno())
 
@@ -66,9 +70,11 @@ class Journal:
 
 
 def read_journal(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
-    """(header, interactions in position order) of a journal left behind, or None if there is none usable."""
+    """(header, interactions in position order) of a journal left behind, or None if there is none usable.
+    Read as every cassette is (`read_bytes_bounded`): a planted link out of the project, a device (/dev/zero
+    never ends) or a FIFO (it waits for a writer) is refused with a CassetteError naming it, before it is read."""
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = read_bytes_bounded(path).decode("utf-8", errors="replace").splitlines()
     except OSError:
         return None
     entries: list[tuple[int, dict[str, Any]]] = []

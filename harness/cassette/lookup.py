@@ -31,7 +31,9 @@ from harness.cassette.match import (
 from harness.cassette.mismatch import CassetteMismatch
 from harness.cassette.modes import Mode
 from harness.cassette.redact import redact_live_request
-from harness.cassette.sequence import SequenceMatcher, ToolResultDrift
+from harness.cassette.sequence import SequenceMatcher
+from harness.cassette.tolerant import TolerantMatcher, ToleratedDifference
+from harness.cassette.way_out import tool_output_way_out
 from harness.normalize import CLAUDE_CODE_PRESET, Applied, Normalization, is_claude_code
 from harness.wire.multipart import match_body_of
 
@@ -48,7 +50,8 @@ class Lookup:
     position_in_run: int
     position: int | None = None
     applied: Applied | None = None  # the normalization rules made concrete for this request
-    drift: ToolResultDrift | None = None  # set when the `sequence` policy served it despite a tool_result difference
+    # Set when it was served a recording it is not exactly (harness.cassette.tolerant): what was tolerated.
+    drift: ToleratedDifference | None = None
 
     @functools.cached_property
     def body(self) -> Any:
@@ -98,7 +101,7 @@ class Matcher:
         self.misses: list[CassetteMismatch] = []  # every miss raised, also those the caller swallowed
         # Mode fork: the first request that had no recording, and how it differs from the nearest one.
         self.divergence: CassetteMismatch | None = None
-        self.drifts: list[ToolResultDrift] = []
+        self.drifts: list[ToleratedDifference] = []  # what the policy served anyway, to warn about
         self._build_index()
 
     @property
@@ -114,6 +117,7 @@ class Matcher:
     def _build_index(self) -> None:
         requests = [self.matchable(i["request"]) for i in self.recorded.interactions]
         self.index = RequestIndex.build(requests, self.ignore)
+        self._tolerant = TolerantMatcher(requests, self.ignore, self.rules)
         self._sequence = SequenceMatcher(requests, self.ignore) if self.rules.policy == "sequence" else None
 
     def matchable(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -165,10 +169,12 @@ class Matcher:
             found.position = self.index.peek(found.fingerprint)
             if found.position is None and self.allow_repeats:
                 found.position = self._any_played(found.fingerprint)
-            if found.position is None and self._sequence is not None:
+            if found.position is None:  # tool_results in another order, volatile values changed
+                found.drift = self._tolerant.matched(found, self.play_counts)
+            if found.drift is None and found.position is None and self._sequence is not None:
                 found.drift = self._sequence.drifted(found, self.play_counts)
-                if found.drift is not None:
-                    found.position = found.drift.recorded_position
+            if found.drift is not None:
+                found.position = found.drift.recorded_position
         if found.position is None and modes.write_protected(self.mode, self.existed):
             miss = self.mismatch(found)
             self.misses.append(miss)  # kept: an agent loop may catch the error and end its run on it
@@ -185,7 +191,8 @@ class Matcher:
         if found.drift is not None:
             position = found.drift.recorded_position
             self.index.discard(position)
-            self.drifts.append(found.drift)
+            if found.drift.reported:
+                self.drifts.append(found.drift)
         else:
             position = self.index.take(found.fingerprint)
         if position is None:  # allow_repeats: serve a recording of it again
@@ -209,7 +216,7 @@ class Matcher:
         """The error for a request with no recording left, with a diff against the nearest recorded one."""
         recorded_requests = [self.matchable(i["request"]) for i in self.recorded.interactions]
         already = [p for p, r in enumerate(recorded_requests)
-                   if fingerprint_of_stored(r, self.ignore) == found.fingerprint]
+                   if fingerprint_of_stored(r, self.ignore) == found.fingerprint] or self._tolerant.alike(found)
         miss = functools.partial(CassetteMismatch, cassette_path=self.path, position=found.position_in_run,
                                  method=found.method, path=found.path)
         if already:
@@ -220,9 +227,13 @@ class Matcher:
         nearest = nearest_recorded(found.method, found.path, found.body, recorded_requests, found.position_in_run)
         differences: list[str] = []
         change = Drift.of(Change("other", "cassette", "has no recorded request to compare with"))
+        way_out = None
         if nearest is not None:
             recorded = recorded_requests[nearest]
             change = classify_request(recorded, found.method, found.path, found.query, found.body, self.ignore_fields)
+            if change.kinds == ["tool_result"]:
+                way_out = tool_output_way_out(stored_request_body(recorded), found.body,
+                                              strict=self.rules.match_policy == "strict")
             if (recorded["method"], recorded["path"]) != (found.method, found.path):
                 differences.append(f"route changed from {recorded['method']} {recorded['path']} "
                                    f"to {found.method} {found.path}")
@@ -230,4 +241,4 @@ class Matcher:
         reason = f"has no recording in this cassette (mode {self.mode!r} may not record)"
         if self.mode == "fork":
             reason = "has no recording in this cassette: the fork records from here"
-        return miss(reason=reason, nearest_position=nearest, differences=differences, change=change)
+        return miss(reason=reason, nearest_position=nearest, differences=differences, change=change, way_out=way_out)

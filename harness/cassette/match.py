@@ -136,7 +136,10 @@ def _similarity(actual: Any, recorded: Any) -> tuple[int, int]:
     same_fields = sum(1 for key, value in actual.items() if recorded.get(key) == value)
     same_fields -= sum(1 for key in recorded if key not in actual)
     prefix = 0
-    for mine, theirs in zip(actual.get("messages") or [], recorded.get("messages") or [], strict=False):
+    mine_all, theirs_all = actual.get("messages"), recorded.get("messages")
+    if not (isinstance(mine_all, list) and isinstance(theirs_all, list)):  # any shape may reach a miss
+        return (same_fields, prefix)
+    for mine, theirs in zip(mine_all, theirs_all, strict=False):
         if mine != theirs:
             break
         prefix += 1

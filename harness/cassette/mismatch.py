@@ -1,7 +1,9 @@
 """`CassetteMismatch`: a request the cassette has no recording for, as an error a person can act on.
 
 It names the cassette, the request's place in the run, the kind of change (harness.cassette.drift) and a diff
-against the nearest recorded request, and ends with the re-record hint in the words of the tool in use.
+against the nearest recorded request, and ends with the way out in the words of the tool in use: re-recording,
+or where only tool output changed, the rule that makes it replay (harness.cassette.way_out), and re-recording
+only where it could help.
 An `anthropic.AnthropicError`, so that the SDK neither wraps it into "Connection error." nor retries it.
 """
 
@@ -13,6 +15,7 @@ from pathlib import Path
 import anthropic
 
 from harness.cassette.drift import Drift
+from harness.cassette.way_out import WayOut
 
 # What to do about a miss, in the words of the tool the user is running: its own flags, never another's.
 HINTS: dict[str, dict[str, str]] = {
@@ -54,6 +57,7 @@ class CassetteMismatch(anthropic.AnthropicError):
         differences: Sequence[str] = (),
         change: Drift | None = None,
         repeated: bool = False,
+        way_out: WayOut | None = None,
     ) -> None:
         self.cassette_path = cassette_path
         self.position = position
@@ -66,6 +70,7 @@ class CassetteMismatch(anthropic.AnthropicError):
         self.change = change
         self.kind = change.kind if change is not None else None
         self.repeated = repeated  # every recording of it was played already (not a changed request)
+        self.way_out = way_out  # only tool output changed: the rule that makes it replay (harness.cassette.way_out)
         super().__init__(self.describe("python"))
 
     def describe(self, tool: str = "python") -> str:
@@ -76,5 +81,8 @@ class CassetteMismatch(anthropic.AnthropicError):
         if self.nearest_position is not None and self.differences:
             lines.append(f"Nearest recorded request is #{self.nearest_position + 1}; what changed (recorded -> now):")
             lines.extend(f"  - {line}" for line in self.differences)
-        lines.append(HINTS[tool]["repeat" if self.repeated else "miss"])
+        if self.way_out is not None:
+            lines.extend(self.way_out.lines(tool))
+        if self.way_out is None or self.way_out.rerecording_helps:
+            lines.append(HINTS[tool]["repeat" if self.repeated else "miss"])
         return "\n".join(lines)

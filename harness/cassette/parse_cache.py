@@ -32,7 +32,9 @@ CACHE_MIN_BYTES = 0
 CACHE_MAX_BYTES = 512 * 1024 * 1024  # past this the least recently used entries are deleted
 
 
-_CACHE_FORMAT = 1
+# 2: the fast reader no longer turns a `"\ud800"` escape into a lone surrogate (the file is refused), so an entry
+# made before holds data no load gives now.
+_CACHE_FORMAT = 2
 
 
 _TOUCH_AFTER_SECONDS = 3600  # a hit marks its entry recently used at most this often (one syscall saved per load)

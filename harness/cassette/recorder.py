@@ -36,14 +36,14 @@ from harness.cassette.lookup import Lookup, Matcher
 from harness.cassette.mismatch import CassetteMismatch
 from harness.cassette.modes import MODES, Mode, is_mode, placeholder_credential
 from harness.cassette.redact import Scrubber
-from harness.cassette.sequence import ToolResultDrift
 from harness.cassette.shared_tls import shared_tls_contexts
 from harness.cassette.storage import Storage, Turn, recording_turn
+from harness.cassette.tolerant import ToleratedDifference
 from harness.cassette.transport import REPLAYED_HEADER, AmbiguousCassette
 from harness.cassette.verdict import MissWarning, UnplayedInteractions, UnplayedWarning, Verdict
 from harness.egress import egress_guard
-from harness.errors import CassetteError
-from harness.normalize import Normalization
+from harness.errors import CassetteError, HarnessError
+from harness.normalize import MatchPolicy, Normalization
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -145,8 +145,8 @@ class Cassette:
         return self.matcher.divergence
 
     @property
-    def drifts(self) -> list[ToolResultDrift]:
-        """The tool_result drift the `sequence` matching policy served anyway, as warnings."""
+    def drifts(self) -> list[ToleratedDifference]:
+        """What the matching policy served anyway (volatile values, or tool output under `sequence`): warnings."""
         return self.matcher.drifts
 
     @property
@@ -304,8 +304,10 @@ class use_cassette:  # a class, so one object is both the context manager and th
     interaction before it is written), `allow_repeats` (serve a recording again), `save_on_error` (write what
     was recorded even when the block raised), `note` (stored in the cassette), `secret_headers` (more headers
     whose values are credentials), `rewrite_request_ids` (number the recorded request ids), `normalize`
-    (normalization rules and matching policy), `lock_timeout` (seconds to wait for another recorder of this
-    cassette, else HARNESS_LOCK_TIMEOUT, else 300). `tracer_provider` (else OpenTelemetry's global one, when
+    (normalization rules and matching policy), `match_policy` (the policy alone: "volatile", the default,
+    tolerates changed uuids, timestamps and the like in tool output, harness.volatile; "strict" does not;
+    "sequence" tolerates any change of tool output), `lock_timeout` (seconds to wait for another recorder of
+    this cassette, else HARNESS_LOCK_TIMEOUT, else 300). `tracer_provider` (else OpenTelemetry's global one, when
     set) gets a GenAI chat span for each exchange the cassette records. A misspelt option fails at the call.
 
     As the block ends (harness.cassette.verdict): a miss the code inside caught and swallowed is raised again
@@ -326,6 +328,7 @@ class use_cassette:  # a class, so one object is both the context manager and th
         secret_headers: Sequence[str] = (),
         rewrite_request_ids: bool = False,
         normalize: Normalization | None = None,
+        match_policy: MatchPolicy | None = None,
         lock_timeout: float | None = None,
         tracer_provider: TracerProvider | None = None,
         on_miss: Verdict = "fail",
@@ -333,6 +336,11 @@ class use_cassette:  # a class, so one object is both the context manager and th
     ) -> None:
         self.path = Path(path)
         self.mode = _checked(mode, self.path)
+        if match_policy is not None:  # a shorthand for the policy of `normalize`
+            try:
+                normalize = (normalize or Normalization()).merged(Normalization(policy=match_policy))
+            except HarnessError as err:
+                raise CassetteError(str(err), file=self.path) from None
         self.lock_timeout = lock_timeout
         self.tracer_provider = tracer_provider
         self.on_miss = verdict.checked("on_miss", on_miss, self.path)
@@ -375,7 +383,9 @@ class use_cassette:  # a class, so one object is both the context manager and th
         self._routing, self.cassette, self._turn = None, None, None
         try:
             routing.close()
-            if exc_type is None or cassette.save_on_error:
+            # save_on_error is for a block that raised an error; an interrupt (Ctrl-C, a stopped pytest session)
+            # never replaces a recording, whatever the options.
+            if exc_type is None or (cassette.save_on_error and issubclass(exc_type, Exception)):
                 cassette.save()
         finally:
             turn.release()

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from harness.cassette.credential_names import is_credential_name
 from harness.cassette.credentials import (
@@ -375,3 +375,13 @@ def redact_target(target: str) -> str:
     if not sep:
         return Redactor().text(path)
     return Redactor().text(path) + "?" + Redactor().query(query)
+
+
+def shown_url(url: str) -> str:
+    """A URL fit to print (a banner, a log line, an error, the recording lock's holder): a user and password in it
+    (`http://u:PASS@host`) and credentials in its query left out."""
+    parts = urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2]
+    if parts.username is not None or parts.password is not None:
+        netloc = f"***@{netloc}"
+    return f"{parts.scheme}://{netloc}" + redact_target(parts.path + (f"?{parts.query}" if parts.query else ""))

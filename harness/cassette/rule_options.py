@@ -1,6 +1,6 @@
 """Normalization rules on the command line (`harness proxy`, `harness serve`), read into one `Normalization`.
 
-    --match-policy sequence
+    --match-policy strict | volatile | sequence
     --mask metadata.user_id
     --substitute '$CWD=fact:cwd'  --substitute '$BUILD=pattern:build-\\d+'  --substitute '$ID=capture:id=(\\w+)'
     --preset claude-code   (also applied by itself when the client is the Claude Code CLI)
@@ -10,19 +10,21 @@ from __future__ import annotations
 
 import argparse
 
-from harness.normalize import MATCH_POLICIES, PRESETS, Normalization, RuleError, Substitution, preset
+from harness.normalize import MATCH_POLICIES, PRESETS, STRING_RULES, Normalization, RuleError, Substitution, preset
 
 
 def add_rule_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("matching rules (stored in the cassette when recording)")
-    group.add_argument("--match-policy", choices=MATCH_POLICIES, default="strict",
-                       help="strict (default); sequence: serve the next recording when only tool_result content "
-                       "differs, and report the drift")
+    group.add_argument("--match-policy", choices=MATCH_POLICIES, default=None,
+                       help="volatile (default: uuids, timestamps, dates, temp paths, nonces in tool output may "
+                       "change, reported as drift); strict: only your own volatile rules; sequence: serve the "
+                       "next recording when only tool_result content differs, and report the drift")
     group.add_argument("--mask", action="append", default=[], metavar="DOTTED.PATH",
                        help="a request field whose value is replaced by $MASKED before matching and storing")
     group.add_argument("--substitute", action="append", default=[], metavar="$NAME=KIND:VALUE",
                        help="a string rule: KIND fact (cwd, home, tmp), capture (a regex whose group 1 is the "
-                       "value) or pattern (a regex replaced by $NAME); repeatable")
+                       "value), pattern (a regex replaced by $NAME) or volatile (a regex whose matches in tool "
+                       "output may change); repeatable")
     group.add_argument("--preset", action="append", default=[], choices=PRESETS,
                        help="a set of rules by name (claude-code is applied by itself to the Claude Code CLI)")
 
@@ -30,8 +32,9 @@ def add_rule_arguments(parser: argparse.ArgumentParser) -> None:
 def parse_substitution(text: str) -> Substitution:
     placeholder, equals, rule = text.partition("=")
     kind, colon, value = rule.partition(":")
-    if not equals or not colon or kind not in ("fact", "capture", "pattern"):
-        raise RuleError(f"--substitute {text!r}: write $NAME=fact:cwd, $NAME=capture:REGEX or $NAME=pattern:REGEX")
+    if not equals or not colon or kind not in STRING_RULES:
+        raise RuleError(f"--substitute {text!r}: write $NAME=fact:cwd, $NAME=capture:REGEX, $NAME=pattern:REGEX "
+                        "or $NAME=volatile:REGEX")
     return Substitution(placeholder.strip(), **{kind: value})
 
 

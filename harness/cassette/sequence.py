@@ -4,7 +4,7 @@ A coding agent runs its tools on the machine it runs on, so on replay the next r
 output from this machine (a listing in another order, a timestamp, a path the rules did not cover).
 Under `sequence`, a request whose only difference from a recorded one still waiting to be played is
 inside tool_result content is served that recording (the first such, in recorded order), and the
-difference is kept as a `ToolResultDrift`: a warning with the diff, listed by the run's report. Any other
+difference is kept as a `ToleratedDifference`: a warning with the diff, listed by the run's report. Any other
 difference is still a miss.
 """
 
@@ -12,31 +12,16 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from harness.cassette.match import diff_summary, request_fingerprint, stored_request_body
+from harness.cassette.tolerant import ToleratedDifference
 
 TOOL_OUTPUT = "$TOOL_OUTPUT"
 
 
-@dataclass(frozen=True)
-class ToolResultDrift:
-    """A request served under `sequence` although its tool_result content differs from the recording."""
-
-    position_in_run: int  # 0-based, among the run's requests
-    recorded_position: int  # 0-based, the interaction that answered it
-    differences: tuple[str, ...]
-
-    def describe(self) -> str:
-        lines = [f"request #{self.position_in_run + 1} was served recording #{self.recorded_position + 1} "
-                 "although its tool output differs (matching policy 'sequence'):"]
-        lines.extend(f"  - {line}" for line in self.differences)
-        return "\n".join(lines)
-
-    def to_data(self) -> dict[str, Any]:
-        return {"request": self.position_in_run + 1, "recording": self.recorded_position + 1,
-                "differences": list(self.differences)}
+# The record of what `sequence` served anyway is the one every tolerant match keeps (harness.cassette.tolerant).
+ToolResultDrift = ToleratedDifference
 
 
 def without_tool_output(body: Any) -> Any:
@@ -90,4 +75,5 @@ class SequenceMatcher:
         if position is None:
             return None
         recorded = stored_request_body(self._requests[position])
-        return ToolResultDrift(request.position_in_run, position, tuple(diff_summary(recorded, request.body)))
+        return ToleratedDifference(request.position_in_run, position, tuple(diff_summary(recorded, request.body)),
+                                   policy="sequence")

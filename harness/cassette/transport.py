@@ -145,9 +145,10 @@ def answer(cassette: Player, request: httpx2.Request, raw_body: bytes) -> httpx2
 def replayed_response(stored: dict[str, Any]) -> httpx2.Response:
     """The httpx2.Response for a stored response: its kept headers, the body bytes, unread like a real one."""
     reason = stored.get("reason")
-    return httpx2.Response(stored["status"], headers=replay_headers(stored),
-                           stream=httpx2.ByteStream(body_bytes(stored)),
-                           extensions={"reason_phrase": reason.encode("ascii")} if reason else None)
+    # A recorded header or reason phrase is any text; httpx takes ASCII for text, so others go as their UTF-8 bytes.
+    headers = [(name.encode("utf-8"), value.encode("utf-8")) for name, value in replay_headers(stored)]
+    return httpx2.Response(stored["status"], headers=headers, stream=httpx2.ByteStream(body_bytes(stored)),
+                           extensions={"reason_phrase": reason.encode("ascii", "replace")} if reason else None)
 
 
 def _connection_error(error: dict[str, Any], request: httpx2.Request) -> Exception:

@@ -6,6 +6,7 @@ Internal package: the public names are in `harness` (`from harness import ...`, 
 - recovery: self_correction
 - tool_calls: trajectory_match (maximum bipartite matching in `matching`)
 - answer: final_answer
+- structured: output_schema (structured outputs)
 - outcome: outcome, budgets, no_repeated_calls
 
 Other packages add checks through the entry point group `loop_harness.checks` (see `registry`); the

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.checks import answer, outcome, permissions, protocol, recovery, rubric, tool_calls
+from harness.checks import answer, outcome, permissions, protocol, recovery, rubric, structured, tool_calls
 from harness.checks.base import CheckResult, CheckSpec
 from harness.patterns import PatternTimeout
 from harness.plugins import CHECKS_GROUP, Registry
@@ -21,7 +21,7 @@ from harness.trajectory import Trajectory
 
 __all__ = ["CHECKS", "check_names", "get_check", "run_check"]
 
-_FAMILIES = (protocol, recovery, tool_calls, permissions, answer, outcome, rubric)
+_FAMILIES = (protocol, recovery, tool_calls, permissions, answer, structured, outcome, rubric)
 
 CHECKS: Registry[CheckSpec] = Registry(
     ((spec.name, spec) for family in _FAMILIES for spec in family.CHECKS),

@@ -189,6 +189,9 @@ def propose_checks(
         proposals.append(("promotions_filtered", {"promotional": promotional, "needs_reply": needs_reply}, {}))
     if any(call.result and call.result.is_error for call in trajectory.tool_calls):
         proposals.append(("self_correction", {}, {"require_error": True}))
+    final = trajectory.final_step
+    if final is not None and final.output_schema is not None:  # the run asked for structured output
+        proposals.append(("output_schema", {"schema": final.output_schema}, {}))
     proposals.append(("budgets", _budget_params(trajectory, headroom), {}))
     if trajectory.tool_calls:
         proposals.append(("no_repeated_calls", {}, {"max_in_a_row": 2}))
@@ -231,6 +234,8 @@ def _merged(
         if check == "outcome":  # one of stop_reason / error: the run decides which
             params.pop("stop_reason", None)
             params.pop("error", None)
+        if check == "output_schema" and "model" in params:  # the user's model stands for the schema
+            continue
         params.update(derived)
         for key, value in defaults.items():
             params.setdefault(key, value)

@@ -67,6 +67,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "every judgement",
     )
     parser.add_argument(
+        "--list-checks",
+        action="store_true",
+        help="list every check a golden may name (the library's, installed packages', the project's own "
+        "`checks` in [tool.loop-harness]) with its parameters, and exit",
+    )
+    parser.add_argument(
         "--shard",
         metavar="K/N",
         help="run the K-th of N deterministic shares of the cases, balanced by recorded interactions; "
@@ -180,7 +186,27 @@ def _shard_of(suites: list[Suite], text: str | None) -> tuple[list[Suite], dict[
     return shard_suites(suites, Shard.parse(text))
 
 
+def list_checks() -> int:
+    """One line per check (name: description), then its parameters: what a golden's `check:` may name."""
+    from harness.checks.registry import CHECKS, check_names
+    from harness.checks.user import use_project_checks
+
+    use_project_checks()
+    for name in check_names():
+        spec = CHECKS[name]
+        print(f"{name}: {spec.description}")
+        properties = spec.params_schema.get("properties") or {}
+        required = set(spec.params_schema.get("required") or ())
+        for param, schema in properties.items():
+            kind = schema.get("type", "any") if isinstance(schema, Mapping) else "any"
+            kind = " or ".join(kind) if isinstance(kind, list) else kind
+            print(f"  {param} ({kind}{', required' if param in required else ''})")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.list_checks:
+        return list_checks()
     all_suites = _suites(args)
     ran = [suite for suite in all_suites if not suite.skipped]
     if not any(suite.cases for suite in ran):

@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
     run_until_stopped(
         proxy,
-        banner=f"harness proxy: listening on {{url}} -> {proxy.upstream}, recording to {args.cassette} "
+        banner=f"harness proxy: listening on {{url}} -> {proxy.shown_upstream}, recording to {args.cassette} "
         f"(mode {args.mode}; set ANTHROPIC_BASE_URL={{url}})",
         url_file=args.url_file,
         on_stop=report,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -238,11 +239,43 @@ def render(trajectory: Trajectory, console: Console, *, excerpt: int = EXCERPT_C
         _print_run(console, run, excerpt, several)
 
 
+def _print_not_compared(console: Console, path: str) -> None:
+    """The volatile values the cassette's requests hold: what a replay does not compare (a reviewer's list)."""
+    from harness.cassette.format import load_cassette
+    from harness.cassette.tolerant import VolatileScope, volatile_in
+    from harness.errors import HarnessError
+    from harness.normalize import Normalization
+    from harness.project import load_project
+
+    try:
+        cassette = load_cassette(path)
+        stored = Normalization.from_data(cassette.meta.get("matching"))
+        rules = stored.merged(load_project(Path(path).parent).matching)
+    except (HarnessError, OSError, ValueError):
+        return  # a foreign file (vcrpy, HAR...): no matching of ours to describe
+    scope = VolatileScope.of(rules)
+    seen: set[tuple[str, str]] = set()
+    lines = []
+    for number, interaction in enumerate(cassette.interactions, start=1):
+        for where, shape, value in volatile_in(interaction.get("request", {}).get("body"), scope):
+            if (where, value) not in seen:  # each request repeats the history before it
+                seen.add((where, value))
+                lines.append(f"request #{number}, {where}: {shape} {_short(value, 60)!r}")
+    if lines:
+        console.print(f"[bold]not compared on replay[/] (volatile values, matching policy {rules.match_policy!r}):")
+        for line in lines[:50]:
+            console.print(f"    {escape(line)}")
+        if len(lines) > 50:
+            console.print(f"    … and {len(lines) - 50} more")
+
+
 def run(args: argparse.Namespace) -> int:
     trajectory = load_trajectory(args.cassette)
     if args.json:
         data: Any = trajectory.to_dict()
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return 0
-    render(trajectory, commands.console(), excerpt=args.excerpt)
+    console = commands.console()
+    render(trajectory, console, excerpt=args.excerpt)
+    _print_not_compared(console, args.cassette)
     return 0

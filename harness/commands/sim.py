@@ -1,16 +1,22 @@
-"""`harness sim`: run the simulator in the foreground until Ctrl-C, SIGTERM or --max-requests.
+"""`harness sim`: run the simulator in the foreground until Ctrl-C, SIGTERM or --max-requests; or
+`harness sim [OPTIONS] -- COMMAND...`: run COMMAND with ANTHROPIC_BASE_URL set to the simulator, then stop.
 
-With --port 0 the system picks a free port; --url-file writes the base URL once the server listens,
-so that a script can start `harness sim --port 0 --url-file F &` and wait for F.
+The second form is what a script wants: nothing to wait for and nothing left behind. When the simulator cannot
+start (the port is taken) it exits 2 at once and COMMAND never runs; otherwise COMMAND's exit code is the
+command's. With --port 0 the system picks a free port; --url-file writes the base URL once the server listens
+(a file left by an earlier run is removed first), for a script that starts `harness sim --url-file F &`.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.files import atomic_write_text
 from harness.httpserver import run_until_stopped
 from harness.sim.faults import FAULT_KINDS, Fault, parse_fault_spec
 from harness.sim.policies import POLICIES
@@ -77,6 +83,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--quiet", action="store_true", help="do not log each request to stderr")
     parser.add_argument(
+        "run_command",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND",
+        help="run COMMAND with ANTHROPIC_BASE_URL pointing at the simulator, stop when it ends, and exit with its "
+        "code (2 at once, without running it, when the simulator cannot start)",
+    )
+    parser.add_argument(
         "--no-threads",
         dest="threads",
         action="store_false",
@@ -103,6 +116,9 @@ def run(args: argparse.Namespace) -> int:
         scripts=args.script,
         rate_limits=RateLimits(rpm=args.rpm, itpm=args.itpm, otpm=args.otpm),
     )
+    command = args.run_command[1:] if args.run_command[:1] == ["--"] else args.run_command
+    if command:
+        return run_beside(simulator, command, url_file=args.url_file)
     limits = [f"{value} {unit}" for value, unit in ((args.rpm, "rpm"), (args.itpm, "itpm"), (args.otpm, "otpm"))
               if value is not None]
     if limits:
@@ -119,3 +135,28 @@ def run(args: argparse.Namespace) -> int:
         done=None if args.max_requests is None else lambda: _answered(simulator) >= args.max_requests,
     )
     return 0
+
+
+def run_beside(simulator: Simulator, command: list[str], *, url_file: Path | None = None) -> int:
+    """COMMAND run with ANTHROPIC_BASE_URL set to the simulator, which listens first (or this raises, exit 2, and
+    COMMAND never runs) and stops when COMMAND ends; COMMAND's exit code, 128 + N for a signal N."""
+    if url_file is not None:
+        url_file.unlink(missing_ok=True)
+    simulator.start()
+    try:
+        if url_file is not None:
+            atomic_write_text(url_file, simulator.base_url + "\n")
+        env = {**os.environ, "ANTHROPIC_BASE_URL": simulator.base_url}
+        try:
+            child = subprocess.Popen(command, env=env)
+        except OSError as err:
+            raise HarnessError(f"cannot run {command[0]!r}: {err.strerror or err}") from None
+        while True:
+            try:
+                code = child.wait()
+                break
+            except KeyboardInterrupt:  # the command got the same Ctrl-C: it ends as it chooses, then we stop
+                continue
+    finally:
+        simulator.stop(1.0)
+    return 128 - code if code < 0 else code

@@ -13,7 +13,8 @@ on for good in a Python child (a multiprocessing `spawn` child too), and NODE_OP
 for node (harness/egress/child/). A child started with no `env=` inherits it through the C environment, which the
 guard sets while it is on; an explicit `env=` mapping of subprocess is given it as the child is started (its audit
 event carries the mapping before it is read). This process's own `os.environ` is
-left as it was, so that a client made here meets the hook (one clear error) rather than the refuser.
+left as it was, so that a client made here meets the hook (one clear error) rather than the refuser; only
+`env=os.environ` itself is given the guard's variables, until the guard ends.
 
 Stdlib only, and loadable by path: a Python child's sitecustomize loads this file where harness may not be
 importable.
@@ -126,7 +127,12 @@ def _give_child(index: int) -> Callable[[tuple[Any, ...]], None]:
         env = args[index] if len(args) > index else None
         if env is None:
             _export()  # re-set: the C environment may have been set since, through os.environ
-        elif isinstance(env, MutableMapping) and env is not os.environ:
+        elif env is os.environ:  # `env=os.environ`, this process's view: given the guard's until the guard ends
+            saved = _state.setdefault("python_view", {})  # key: (what it held before, what the guard put)
+            for key, value in child_environment(os.environ.get).items():
+                saved[key] = (saved[key][0] if key in saved else os.environ.get(key), value)
+                os.environ[key] = value
+        elif isinstance(env, MutableMapping):
             bytes_keys = any(isinstance(key, bytes) for key in env)
             current = (lambda key: _text(env.get(key.encode()))) if bytes_keys else env.get
             for key, value in child_environment(current).items():
@@ -197,6 +203,12 @@ def _export() -> None:
 
 
 def _unexport() -> None:
+    for key, (before, given) in (_state.pop("python_view", None) or {}).items():
+        if os.environ.get(key) == given:  # still what the guard put there, not the code's own change
+            if before is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = before
     if _state.pop("posix_spawn", False) and "subprocess" in sys.modules:
         setattr(sys.modules["subprocess"], "_USE_POSIX_SPAWN", True)  # noqa: B010
     for key in ENV_KEYS:

@@ -35,6 +35,7 @@ from typing import Any
 import jsonschema
 
 from harness.checks.registry import CHECKS, check_names
+from harness.checks.user import use_project_checks
 from harness.errors import GoldenError, absolute
 from harness.files import symlink_escape
 from harness.jsondata import json_path
@@ -186,6 +187,7 @@ def validate_golden(data: Any, *, file: str | Path | None = None) -> None:
     """Raise GoldenError naming the file and the JSON path of the first problem."""
     if not isinstance(data, Mapping):
         raise GoldenError("a golden file must hold a JSON object", file=file, where="$")
+    use_project_checks(file if isinstance(file, Path) else None)  # the project's own checks join the registry
     checks = data.get("checks")
     if isinstance(checks, list):
         for index, item in enumerate(checks):

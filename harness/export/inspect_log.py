@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
+from harness.files import write_target
 from harness.run import Usage
 from harness.trajectory import Attempt, Step, Trajectory
 from harness.trajectory.calls import content_text
@@ -65,6 +66,7 @@ def write_inspect_log(path: str | Path, cases: Sequence[CassetteSample], *, task
         raise HarnessError(f"an inspect_ai log is a .eval or a .json file, not {target.suffix or 'no suffix'!r}",
                            file=target)
     log = eval_log(cases, task=task)
+    target = write_target(target)  # the one write path's rule: no link out of the project, no FIFO or device
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}.", suffix=target.suffix)
     os.close(handle)

@@ -296,6 +296,8 @@ def send_otlp(endpoint: str, trajectories: Iterable[Trajectory], *, include_cont
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.trace.export import SpanExportResult
 
+    from harness.cassette.redact import shown_url
+
     url = traces_url(endpoint)
     exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
     count = 0
@@ -303,8 +305,8 @@ def send_otlp(endpoint: str, trajectories: Iterable[Trajectory], *, include_cont
         for trajectory in trajectories:
             spans = trajectory_spans(trajectory, include_content=include_content)
             if exporter.export(spans) is not SpanExportResult.SUCCESS:
-                raise HarnessError(f"the collector at {url} did not accept the spans (see the warning above)",
-                                   file=trajectory.source.get("path"))
+                raise HarnessError(f"the collector at {shown_url(url)} did not accept the spans (see the warning "
+                                   "above)", file=trajectory.source.get("path"))
             count += len(spans)
     finally:
         exporter.shutdown()

@@ -193,10 +193,13 @@ def run_until_stopped(server: LoopbackServer, *, banner: str, url_file: Path | N
                       on_stop: Callable[[], None] | None = None, done: Callable[[], bool] | None = None) -> None:
     """Serve in the foreground until Ctrl-C, SIGTERM or `done()`; then stop, and call `on_stop` (saving, reports).
 
-    The URL goes to `url_file` in one atomic write, so a script that waits for the file never reads half a URL.
+    The URL goes to `url_file` in one atomic write once listening, so a script that waits for the file never reads
+    half a URL; a file left there by an earlier run is removed first, before the port is even tried.
     A signal stops within a second (`STOP_GRACE`); `done` ending the run lets the last answers finish first.
     """
     stop = threading.Event()
+    if url_file is not None:  # one left by a run that was killed names a server that is gone: never offer it
+        url_file.unlink(missing_ok=True)
     if threading.current_thread() is threading.main_thread():
         # Both signals set the event (rather than raising in the middle of whatever runs): the stop is
         # then always the same orderly path, even where SIGINT was inherited as ignored.

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from harness.pytest_plugin.misses import bad_input_failure, miss_failure, missing_credential
-from harness.pytest_plugin.stash import AGENT_SDK_KEY, CASSETTE_KEY, FAILED_KEY, VERDICTS_KEY
+from harness.pytest_plugin.stash import AGENT_SDK_KEY, CASSETTE_KEY, ENDED_KEY, FAILED_KEY, VERDICTS_KEY
 
 # The plugin's parts, each a module registered with this one: the simulator, the options and markers, the
 # clients a test is handed and the fixtures that open its recording, --drift-report and the fork summary, and
@@ -40,7 +40,7 @@ pytest_plugins = (
     "harness.pytest_plugin.shared",
 )
 
-_DRIFTS_KEY = pytest.StashKey[list[str]]()
+_DRIFTS_KEY = pytest.StashKey[list[tuple[str, str]]]()  # (policy, text) of every tolerated difference
 
 
 @pytest.hookimpl(wrapper=True)
@@ -65,6 +65,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         problems = _agent_sdk_problems(item, session)
         if problems:
             raise pytest.fail.Exception(problems, pytrace=False)
+    if active is not None and getattr(active, "drifts", None):
+        _warn_drifts(item, active.path, active.drifts)
     verdicts = item.stash.get(VERDICTS_KEY, {})
     # A miss the test swallowed fails it (the marker's on_miss says "warn" or "ignore" otherwise); under
     # --drift-report it is the report's to count instead.
@@ -99,20 +101,32 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 def _agent_sdk_problems(item: pytest.Item, session: Any) -> str:
     """Drifts become warnings (and the terminal summary lists them); the text of what must fail the test
     (a miss, unplayed recordings, a refused recorded request), or "" when nothing must."""
-    from harness.agent_sdk import HarnessDriftWarning
-
-    for drift in session.drifts:
-        text = f"{session.path}: {drift.describe()}"
-        item.warn(HarnessDriftWarning(text))  # recorded against the test, wherever the filters stand
-        item.config.stash.setdefault(_DRIFTS_KEY, []).append(f"{item.nodeid}: {text}")
+    _warn_drifts(item, session.path, session.drifts)
     return "\n\n".join(session.problems())
+
+
+def _warn_drifts(item: pytest.Item, path: Any, drifts: Any) -> None:
+    """What the matching policy served anyway, as warnings against the test (wherever the filters stand) and
+    lines for the terminal summary."""
+    from harness.cassette.tolerant import HarnessDriftWarning
+
+    for drift in drifts:
+        text = f"{path}: {drift.describe()}"
+        item.warn(HarnessDriftWarning(text))
+        item.config.stash.setdefault(_DRIFTS_KEY, []).append((drift.policy, f"{item.nodeid}: {text}"))
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     drifts = config.stash.get(_DRIFTS_KEY, [])
-    if drifts:
+    sequence = [line for policy, line in drifts if policy == "sequence"]
+    volatile = [line for policy, line in drifts if policy != "sequence"]
+    if sequence:
         terminalreporter.section("loop-harness: tool-output drift served under matching policy 'sequence'")
-        for line in drifts:
+        for line in sequence:
+            terminalreporter.line(line)
+    if volatile and config.option.verbose > 0:  # what was not compared, for a reviewer; -q keeps to the warnings
+        terminalreporter.section("loop-harness: volatile values not compared")
+        for line in volatile:
             terminalreporter.line(line)
 
 
@@ -121,6 +135,8 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    if report.when == "call":
+        item.stash[ENDED_KEY] = True
     if report.when == "call" and report.failed:
         item.stash[FAILED_KEY] = True
     active = item.stash.get(CASSETTE_KEY, None)

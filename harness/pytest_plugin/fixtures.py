@@ -24,7 +24,14 @@ from harness.pytest_plugin.misses import next_step
 from harness.pytest_plugin.network import network_blocked
 from harness.pytest_plugin.options import decide_mode
 from harness.pytest_plugin.simulator import simulator_url
-from harness.pytest_plugin.stash import AGENT_SDK_KEY, CASSETTE_KEY, FAILED_KEY, PROJECT_ROOTS_KEY, VERDICTS_KEY
+from harness.pytest_plugin.stash import (
+    AGENT_SDK_KEY,
+    CASSETTE_KEY,
+    ENDED_KEY,
+    FAILED_KEY,
+    PROJECT_ROOTS_KEY,
+    VERDICTS_KEY,
+)
 
 if TYPE_CHECKING:
     from harness.agent_sdk import AgentSdkSession
@@ -170,13 +177,30 @@ class _TestFailed(RuntimeError):
     """Raised through a cassette's context when its test failed: it saves only with save_on_error."""
 
 
+class _TestInterrupted(BaseException):
+    """Raised through a cassette's context when its test's call never ended (Ctrl-C): it never saves. pytest
+    tears the fixture down as if all were well, so the context would otherwise save half a run."""
+
+
 @contextlib.contextmanager
 def _left_as_the_test_ended(context: Any, item: pytest.Item) -> Iterator[Any]:
-    """`context` entered, and left as the test ended: a failed test leaves it as an error would."""
-    with contextlib.suppress(_TestFailed), context as active:
-        yield active
-        if item.stash.get(FAILED_KEY, False):
-            raise _TestFailed("test failed")
+    """`context` entered, and left as the test ended: a failed test leaves it as an error would, an interrupted
+    one as an interrupt would; a save the cassette refuses (a run never answered) fails the test in one line."""
+    from harness.errors import HarnessError
+
+    try:
+        with contextlib.suppress(_TestFailed, _TestInterrupted), context as active:
+            yield active
+            if not item.stash.get(ENDED_KEY, False):
+                raise _TestInterrupted("the test's call did not end")
+            if item.stash.get(FAILED_KEY, False):
+                raise _TestFailed("test failed")
+    except HarnessError as err:
+        failure: HarnessError | None = err
+    else:
+        failure = None
+    if failure is not None:  # outside the except block: one screen, no "during handling" chain
+        pytest.fail(f"{item.nodeid}: {failure}", pytrace=False)
 
 
 @pytest.fixture(autouse=True)
@@ -194,7 +218,7 @@ def agent_sdk(request: pytest.FixtureRequest, harness_config: dict[str, Any]) ->
     Replays through `harness serve` (record mode none, or once with the cassette present); records through
     `harness proxy` in front of `upstream` (the live API, or "simulator") otherwise. Marker options:
     normalize (a Normalization), match_policy ("strict" or "sequence"), upstream, sim_policy,
-    allow_unused, allow_rejected.
+    allow_unused, allow_rejected, fresh_config (False: the CLI reads the user's ~/.claude, not a fresh folder).
     """
     from harness.agent_sdk import AgentSdkSession
     from harness.errors import HarnessError

@@ -9,21 +9,26 @@ session. The check is made only when every test that names the cassette ran in t
 test deselected by -k, --lf or a shard plugin (pytest-split, pytest-shard), or one that failed or was
 skipped, may be the one that plays the rest, and the summary says the cassette was not checked.
 
-Recording such a cassette in `rewrite` or `all` is done once too. Each of its tests would otherwise write the
-whole file with only its own recordings (rewrite keeps nothing old), each replacing the last, and under xdist
-whichever worker wrote last would win. So its tests write nothing: each one that passes hands what it recorded
-to this module (`collect_recordings`), the xdist workers send theirs to the controller with their notes, and at
-the end of the session one process writes the cassette, under its recording lock, with every test's recordings
-in the tests' collection order (whichever worker ran them). A request that several tests send alike is kept
-as often as the one test that sends it most, as new_episodes keeps it: replay serves each test from the whole
-cassette, so a second copy would never be played. `rewrite` starts afresh only when every test that names the
-cassette ran and passed; otherwise the old recordings the session did not renew are kept, as in `all`.
+Recording such a cassette in `rewrite`, `all` or `once` is done once too. Each of its tests would otherwise
+write the whole file with only its own recordings (rewrite keeps nothing old), each replacing the last; under
+xdist whichever worker wrote last would win; and in `once` the first test to record would write the file, so
+that every later one found it there, only replayed, and missed. So its tests write nothing: each one that
+passes hands what it recorded to this module (`collect_recordings`), the xdist workers send theirs to the
+controller with their notes, and at the end of the session one process writes the cassette, under its
+recording lock, with every test's recordings in the tests' collection order (whichever worker ran them).
+
+Whoever writes a cassette a marker names by path (the session's one write, or one test's own save), the file
+notes which tests play which recording (harness.cassette.owners), and a save merges: it renews the recordings
+of the tests that ran and passed, and keeps those of every other test, also of tests this session did not
+collect (`pytest test_a.py --record-mode=rewrite` keeps test_b.py's; so do two sessions rewriting at once,
+which take turns under the recording lock and each merge with what the other wrote). A request that several
+tests send alike is kept as often as the one test that sends it most. A session that was interrupted (Ctrl-C)
+writes none of them.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +43,9 @@ if TYPE_CHECKING:
 
 _SHARED_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()  # cassette path -> what this process knows of it
 _REPORT_KEY = pytest.StashKey[list[str]]()
+_COLLECTED_KEY = pytest.StashKey[frozenset[str]]()  # every test collected, before any deselection
 _WORKER_OUTPUT = "loop_harness_shared_cassettes"
+_COLLECTED_OUTPUT = "loop_harness_collected"
 
 
 def _notes(config: pytest.Config) -> dict[str, dict[str, Any]]:
@@ -64,6 +71,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         path = _path_of(item)
         if path is not None:
             users.setdefault(path, []).append(item.nodeid)
+    config.stash[_COLLECTED_KEY] = frozenset(item.nodeid for item in items)
     notes = _notes(config)
     for path, nodeids in users.items():
         if len(nodeids) > 1:
@@ -90,12 +98,21 @@ def note_played(item: pytest.Item, active: Any, passed: bool) -> None:
         note["passed"].append(item.nodeid)
 
 
-_RECORDED_ONCE = ("rewrite", "all")  # the modes in which a shared cassette is written once, for the session
+# The modes in which a shared cassette is written once, for the session. `once` too: its first test to record
+# would otherwise write the file, and every later test, finding it there, would only replay and miss.
+_RECORDED_ONCE = ("rewrite", "all", "once")
 
 
 def collect_recordings(item: pytest.Item, cassette: Cassette) -> None:
-    """A shared cassette in rewrite/all: the test's save keeps what it recorded for the session's one write."""
+    """A shared cassette in rewrite/all/once: the test's save keeps what it recorded for the session's one write.
+    Any other cassette a marker names by path: its save keeps the recordings of every other test that uses it
+    (harness.cassette.owners), in this session or not, and notes which are this test's."""
+    from harness.cassette.owners import Session
+
     note = _notes(item.config).get(str(cassette.path))
+    if note is not None or _names_a_path(item):
+        collected = item.config.stash.get(_COLLECTED_KEY, frozenset())
+        cassette.storage.session = Session(renewing=frozenset({item.nodeid}), collected=collected, test=item.nodeid)
     if note is None or cassette.mode not in _RECORDED_ONCE:
         return
 
@@ -109,6 +126,11 @@ def collect_recordings(item: pytest.Item, cassette: Cassette) -> None:
     cassette.deferred = keep
 
 
+def _names_a_path(item: pytest.Item) -> bool:
+    marker = item.get_closest_marker("cassette")
+    return marker is not None and bool(marker.kwargs.get("path") or marker.args)
+
+
 def _merge(into: dict[str, dict[str, Any]], notes: dict[str, dict[str, Any]]) -> None:
     for path, note in notes.items():
         have = into.setdefault(path, _blank(note["users"]))
@@ -119,24 +141,9 @@ def _merge(into: dict[str, dict[str, Any]], notes: dict[str, dict[str, Any]]) ->
         have["recorded"].extend(note.get("recorded", []))
 
 
-def _each_run_once(runs: list[dict[str, Any]], fingerprint_of: Callable[[dict[str, Any]], bytes]) -> list[Any]:
-    """Every run's recordings in order, less those an earlier run already holds: a request that several runs
-    send alike is kept as many times as the run that sends it most (replay serves each from the whole file)."""
-    kept: list[Any] = []
-    held: Counter[bytes] = Counter()
-    for run in runs:
-        sent: Counter[bytes] = Counter()
-        for interaction in run["interactions"]:
-            fingerprint = fingerprint_of(interaction["request"])
-            sent[fingerprint] += 1
-            if sent[fingerprint] > held[fingerprint]:
-                kept.append(interaction)
-                held[fingerprint] += 1
-    return kept
-
-
-def write_recorded(path: str, note: dict[str, Any]) -> str:
+def write_recorded(path: str, note: dict[str, Any], collected: frozenset[str] = frozenset()) -> str:
     """Write a shared cassette with what every test of the session recorded in it; a line for the summary."""
+    from harness.cassette.owners import Session
     from harness.cassette.recorder import Cassette
     from harness.cassette.storage import recording_turn
     from harness.normalize import Normalization
@@ -144,7 +151,7 @@ def write_recorded(path: str, note: dict[str, Any]) -> str:
     order = {nodeid: position for position, nodeid in enumerate(note["users"])}
     runs = sorted(note["recorded"], key=lambda run: order.get(run["test"], len(order)))
     everyone = set(note["passed"]) >= set(note["users"])
-    mode: Mode = "rewrite" if everyone and all(run["mode"] == "rewrite" for run in runs) else "all"
+    mode: Mode = "rewrite" if all(run["mode"] == "rewrite" for run in runs) else "all"
     rules = Normalization()
     provenance: dict[str, Any] = {}
     for run in runs:
@@ -155,14 +162,21 @@ def write_recorded(path: str, note: dict[str, Any]) -> str:
         note_text = next((run["note"] for run in runs if run["note"]), None)
         cassette = Cassette(path, mode, normalize=rules or None, note=note_text,
                             rewrite_request_ids=any(run["rewrite_request_ids"] for run in runs))
-        fresh = _each_run_once(runs, cassette.matcher.fingerprint_of)
-        interactions = cassette.storage.interactions_to_save(fresh, played_order=[],
-                                                             fingerprint_of=cassette.matcher.fingerprint_of)
+        # The tests that ran and passed renew their recordings; those of every other test are kept, and a request
+        # that several tests send alike is kept as often as the one test that sends it most (replay serves each
+        # test from the whole cassette, so a second copy would never be played).
+        cassette.storage.session = Session(renewing=frozenset(note["passed"]), collected=collected,
+                                           keeps_unowned=not everyone)
+        interactions = cassette.storage.interactions_to_save(
+            [], played_order=[], fingerprint_of=cassette.matcher.fingerprint_of,
+            runs=[(run["test"], run["interactions"]) for run in runs])
+        recorded = {id(interaction) for run in runs for interaction in run["interactions"]}
+        fresh = sum(1 for interaction in interactions if id(interaction) in recorded)
         cassette.storage.save(interactions, provenance=provenance, rules=cassette.matcher.rules, played=0,
                               divergence=None)
     finally:
         turn.release()
-    line = f"{path}: written once for the session, {len(fresh)} recordings from {len(runs)} tests"
+    line = f"{path}: written once for the session, {fresh} recordings from {len(runs)} tests"
     if not everyone and any(run["mode"] == "rewrite" for run in runs):
         left_out = len(set(note["users"]) - set(note["passed"]))
         line += (f"; kept the recordings of the {left_out} tests that did not run and pass that this session did "
@@ -175,6 +189,8 @@ def pytest_testnodedown(node: Any, error: object) -> None:
     """xdist controller: fold in a worker's notes."""
     output = getattr(node, "workeroutput", None) or {}
     _merge(_notes(node.config), output.get(_WORKER_OUTPUT, {}))
+    collected = node.config.stash.get(_COLLECTED_KEY, frozenset())
+    node.config.stash[_COLLECTED_KEY] = collected | frozenset(output.get(_COLLECTED_OUTPUT, ()))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -182,12 +198,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     notes = _notes(config)
     if hasattr(config, "workerinput"):  # an xdist worker: the controller judges, from every worker's notes
         config.workeroutput[_WORKER_OUTPUT] = notes  # type: ignore[attr-defined]
+        config.workeroutput[_COLLECTED_OUTPUT] = sorted(config.stash.get(_COLLECTED_KEY, ()))  # type: ignore[attr-defined]
         return
     failures, written, unchecked = [], [], 0
+    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
     for path, note in sorted(notes.items()):
-        if note.get("recorded"):
+        if note.get("recorded") and interrupted:  # a run that did not end well replaces nothing
+            written.append(f"{path}: not written: the session was interrupted; the cassette is as it was")
+        elif note.get("recorded"):
             try:
-                written.append(write_recorded(path, note))
+                written.append(write_recorded(path, note, config.stash.get(_COLLECTED_KEY, frozenset())))
             except HarnessError as err:
                 failures.append(f"{path}: what its tests recorded was not written: {err}")
         if not note["replayed"] or set(note["allowing"]) == set(note["users"]):

@@ -69,6 +69,8 @@ def cassette_entry(cassette: Cassette, *, tests: Sequence[str] = (), allow_unuse
         "divergence": divergence_of(first) if first is not None else None,
         "unplayed": unplayed,
         "fork": None,
+        # What the matching policy served anyway (volatile values, tool output under `sequence`): not compared.
+        "tolerated": [drift.to_data() for drift in getattr(cassette, "drifts", ())],
     }
     if cassette.mode == "fork" and cassette.existed:
         entry["fork"] = {**cassette.fork_report().to_data(), "path": entry["path"]}

@@ -128,6 +128,17 @@ def drift_markdown(document: Mapping[str, Any]) -> str:
             tests = f" ({', '.join(_code(t) for t in entry['tests'])})" if entry["tests"] else ""
             lines.append(f"- {_code(entry['path'])}{tests}: recorded interaction(s) {numbers}{more} never asked for")
         lines.append("")
+    tolerated = [entry for entry in cassettes if entry.get("tolerated")]
+    if tolerated:
+        lines += [f"## Not compared (volatile values, tolerated tool output): {len(tolerated)} cassette(s)", ""]
+        for entry in tolerated:
+            lines.append(f"- {_code(entry['path'])}:")
+            for drift in entry["tolerated"]:
+                where = f"request #{drift['request']} (recording #{drift['recording']}, policy {drift['policy']})"
+                items = [f"{value['where']}: {value['shape']} {_code(value['recorded'])} -> {_code(value['now'])}"
+                         for value in drift.get("volatile", [])] or list(drift["differences"])
+                lines += [f"  - {where}", *(f"    - {item}" for item in items[:_DIFF_LINES])]
+        lines.append("")
     still = [entry for entry in cassettes if entry["status"] == "replays"]
     if still:
         lines += [f"## Still replay: {len(still)} cassette(s)", ""]

@@ -13,7 +13,7 @@ against the property (and leaves the whole input valid) is taken:
    "New York"); a query or a text (query, question, prompt, message, topic, keyword...: the user's words without
    the small ones, "weather Paris", cut to the property's maxLength);
    an answer (answer, result, summary, response, reply, output: smolagents' `final_answer`): the text of the task's
-   latest result;
+   latest result, or else the user's text (smolagents sends its observations as user text);
 4. a quoted string in the user's text, for any string property;
 5. a number in the user's text (digits, or a number word up to twenty), for an integer or number property.
 
@@ -168,8 +168,10 @@ def candidates(name: str, sub: Mapping[str, Any], sources: Sources) -> list[Any]
             found += [match.group(1) for source in sources.patterns() for match in _IDENTIFIER.finditer(source)]
         if _asks(cues, *_NAMED):
             found += _names(text)
-        if _asks(cues, "answer", "result", "summary", "response", "reply", "output") and sources.result_texts:
-            found.append(sources.result_texts[-1])  # a closing tool (final_answer) answers with the latest result
+        if _asks(cues, "answer", "result", "summary", "response", "reply", "output"):
+            # A closing tool (final_answer) answers with the latest result, or else with the user's last words (an
+            # agent that sends its observations as user text, as smolagents does).
+            found.append(sources.result_texts[-1] if sources.result_texts else text.strip())
         if _asks(cues, *_FREE_TEXT):
             found.append(_free_text(text, sub.get("maxLength")))
         found += [next(part for part in match.groups() if part) for match in _QUOTED.finditer(text)]

@@ -19,7 +19,8 @@ sim-auto:until-corrected`):
 - `chat-first[=N]`: the user's first turn (or first N turns) is answered without any tool, whatever it says.
 
 Server tools (web search, web fetch, code execution, tool search; `harness.sim.server_tools`) are used first,
-each `rounds` times a task, inside the same response: their results are played by the simulator. Anthropic-
+each `rounds` times a task, inside the same response (their results are played by the simulator), unless the
+request has no words of substance (a greeting: "Hi!"). Anthropic-
 defined client tools (memory, bash, text editor, computer; `harness.sim.defined_tools`) are chosen by the words of
 what they do and called with inputs of their published shapes. A `defer_loading` tool is not called until a tool
 search has surfaced it.
@@ -45,7 +46,7 @@ from harness.sim.arguments import Filled, Sources, fill, is_identifier
 from harness.sim.conversation import Conversation, Reply, ToolExchange, text_block, tool_use_block
 from harness.sim.defined_tools import defined_kind, input_for
 from harness.sim.ids import request_fingerprint
-from harness.sim.relevance import Profile, best_for, chosen, profile
+from harness.sim.relevance import Profile, best_for, chosen, profile, request_words
 from harness.sim.schema_instances import SchemaUnsatisfied
 from harness.sim.server_tools import (
     RESULT_TYPES,
@@ -120,7 +121,9 @@ def _answer(conversation: Conversation, options: AutoOptions, seed: int) -> Repl
     kind = choice.get("type", "auto")
     if kind == "none" or len(conversation.user_texts()) <= options.chat_first:
         return _final(conversation, _task(conversation), [])
-    played, paused = _server_calls(conversation, options, seed, choice)
+    # Server tools serve any request with words of substance; a greeting or small talk ("Hi!") gets none.
+    chatting = not request_words(_task_text(conversation)) and kind == "auto"
+    played, paused = ([], False) if chatting else _server_calls(conversation, options, seed, choice)
     # Client tools: the agent's own (with an input_schema) and the Anthropic-defined ones (memory, bash, text
     # editor, computer), less the deferred ones that no tool search has surfaced yet.
     seen = surfaced(conversation.messages) | surfaced(played)

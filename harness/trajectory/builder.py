@@ -184,6 +184,9 @@ class _Builder:
         )
         step.tool_calls = tool_calls_of(blocks, index)
         step.structured_output = _structured_output(exchange.request, step)
+        chosen = _output_format(exchange.request)
+        if chosen is not None and isinstance(chosen.get("schema"), Mapping):
+            step.output_schema = json.loads(json.dumps(chosen["schema"]))  # a copy: the check may hand it around
         return step
 
 

@@ -81,6 +81,9 @@ class Step:
     container: dict[str, Any] | None = None  # the code execution container: id, expires_at, skills
     continues: int | None = None  # the step whose pause_turn this request continues (the same API turn)
     structured_output: dict[str, Any] | None = None  # the answer checked against output_config.format's schema
+    # The JSON Schema the request asked the answer to follow (output_config.format / output_format), as sent; kept
+    # off to_dict (the fingerprint in `request` says it there): `harness bless` proposes it to output_schema.
+    output_schema: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
     def text(self) -> str:
