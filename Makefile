@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 EVAL_STAMP := $(VENV)/.eval-stamp
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: eval test lint docs cassettes clean
+.PHONY: eval test lint docs cassettes clean cli-versions
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,20 @@ $(TS_STAMP): tests/ts/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then \
 		npm ci --prefix tests/ts --no-audit --no-fund --silent && touch $(TS_STAMP); \
 	else echo "npm not found: the TypeScript client tests will be skipped"; fi
+
+## The bundled Claude Code CLI of older claude-agent-sdk releases, one folder each (the binary only: the
+## installed SDK drives it), for tests/test_agent_sdk_cli_versions.py; the newest comes with the dev extra.
+## CI runs it; a clone without it skips those releases' tests, saying so.
+CLI_VERSIONS := 0.2.184
+CLI_VERSIONS_DIR := $(VENV)/cli-versions
+cli-versions: $(CLI_VERSIONS:%=$(CLI_VERSIONS_DIR)/%/.installed-stamp)
+
+$(CLI_VERSIONS_DIR)/%/.installed-stamp: | $(BIN)/python
+	rm -rf $(CLI_VERSIONS_DIR)/$*
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --target $(CLI_VERSIONS_DIR)/$* \
+		'claude-agent-sdk==$*'
+	test -x $(CLI_VERSIONS_DIR)/$*/claude_agent_sdk/_bundled/claude
+	touch $@
 
 ## The whole test suite (lint and type check included: mypy reads its settings from pyproject.toml).
 test: $(STAMP) $(TS_STAMP)

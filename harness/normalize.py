@@ -275,7 +275,10 @@ def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
 def _value_regex(value: str) -> re.Pattern[str]:
     # A whole path, not part of a longer one: "/tmp/a" is not replaced inside "/var/tmp/a" or "/tmp/ab",
     # but is inside "/tmp/a/notes.txt" and at the end of a sentence ("... in /tmp/a.").
-    return re.compile(r"(?<![\w./-])" + re.escape(value) + r"(?![\w-]|\.\w)")
+    # A value that is no path (a session id) is also replaced as one component of a path: the CLI names
+    # its per-session folder by it (".../projects/-work/<session id>/tool-results/...").
+    before = r"(?<![\w./-])" if value.startswith("/") else r"(?<![\w.-])"
+    return re.compile(before + re.escape(value) + r"(?![\w-]|\.\w)")
 
 
 @dataclass
@@ -431,22 +434,35 @@ def preset(name: str) -> Normalization:
     rules = (
         # metadata.user_id is a JSON string: {"device_id": ..., "account_uuid": ..., "session_id": ...}
         Substitution("$SESSION_ID", capture=r'"session_id"\s*:\s*"([^"]+)"', name="session id"),
+        # The same id as the CLI names its per-session folder, for a request whose metadata does not say it.
+        Substitution("$SESSION_ID", capture=r"/projects/[^/\s`'\"]+/([0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12})/",
+                     name="session folder"),
         Substitution("$DEVICE_ID", capture=r'"device_id"\s*:\s*"([^"]+)"', name="device id"),
         Substitution("$CWD", capture=r"Primary working directory: (\S[^\n]*)", name="working directory"),
         # The CLI's config folder as the CLI names it (~/.claude, or CLAUDE_CONFIG_DIR): the HOME the CLI was
         # given is not this process's, so it is read from the memory folder's path the system prompt states.
         Substitution("$CLAUDE_CONFIG_DIR", capture=r"([^\s`'\"]+)/projects/[^/\s`'\"]+/memory/",
                      name="claude config folder"),
+        # Or from the per-session folder a tool result names (a system prompt of the app's own names no memory).
+        Substitution("$CLAUDE_CONFIG_DIR", name="claude config folder (session)",
+                     capture=r"([^\s`'\"]+)/projects/-[A-Za-z0-9-]+/[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-"),
         Substitution("$HOME", fact="home", name="home folder"),
         Substitution("$TMP", fact="tmp", name="temp folder"),
         Substitution("$DATE", pattern=r"Today's date is (\d{4}-\d{2}-\d{2})", name="date"),
         # The per-project folder is the cwd with every other character than a letter or digit turned to "-"
         # (/tmp/x_A -> -tmp-x-A), which the $CWD rule cannot see as a path.
         Substitution("$PROJECT_SLUG", pattern=r"/projects/(-[A-Za-z0-9-]+)/", name="project folder"),
+        # What the CLI keeps in its per-session folder (a tool's output too large to send, saved under a name
+        # it draws per call, "tool-results/b2oy6al89.txt"; subagent journals) is its own bookkeeping.
+        Substitution("$SESSION_FILE", pattern=r"/\$SESSION_ID/([^\s`'\"<>]+)", name="session file"),
         Substitution("$OS_VERSION", pattern=r"OS Version: ([^\n]+)", name="os version"),
         Substitution("$PLATFORM", pattern=r"\bPlatform: (\S+)", name="platform"),
         Substitution("$SHELL", pattern=r"\bShell: (\S+)", name="shell"),
         Substitution("$IS_GIT", pattern=r"Is a git repository: (\S+)", name="git repository"),
+        # The snapshot of the checkout the CLI attaches in a git repository (branch, status, recent commits): it
+        # changes with every commit, the one that adds the cassette too, and a CI checkout has another branch.
+        Substitution("$GIT_STATUS", name="git status", pattern=r"(Current branch: [^\n]*\n[\s\S]*?\nRecent commits:\n"
+                     r"[0-9a-f]{6,40} [^\n]*(?:\n[0-9a-f]{6,40} [^\n]*)*)"),
     )
     return Normalization(mask=("metadata.user_id",), substitutions=rules, presets=(name,))
 

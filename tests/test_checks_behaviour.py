@@ -197,6 +197,7 @@ def test_every_check_has_a_valid_params_schema() -> None:
         "no_repeated_calls",
         "tool_permissions",
         "rubric",
+        "output_schema",
     }
     for spec in CHECKS.values():
         jsonschema.Draft202012Validator.check_schema(spec.params_schema)

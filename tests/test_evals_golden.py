@@ -165,7 +165,10 @@ def test_discovering_folders_and_files(project: Path) -> None:
     write(project / "golden" / "one.json", good(name="one"))
     write(project / "golden" / "two.json", good(name="two"))
     write(project / "golden" / "schema.json", golden_schema())
-    assert [s.name for s in discover_suites([project / "golden"])] == ["one", "two"]
+    # goldens of one folder are one suite, named after it (issue 41: they were a suite each)
+    (suite,) = discover_suites([project / "golden"])
+    assert suite.name == "golden" and [case.suite for case in suite.cases] == ["golden", "golden"]
+    assert [s.name for s in discover_suites([project / "golden" / "one.json"])] == ["one"]
     with pytest.raises(GoldenError, match="not a suite"):
         discover_suites([write(project / "notes.txt", "hi")])
     cassette = write(project / "cassettes" / "a.yaml", "harness:\n  format_version: 1\ninteractions: []\n")

@@ -75,6 +75,7 @@ def test_the_readme_section_works_word_for_word_in_a_project_of_ones_own(tmp_pat
     assert done.returncode == 0, done.stdout + done.stderr
     assert (project / "golden" / "weather.json").is_file()
     assert "1 case: 1 passed, 0 failed, 0 errored" in done.stdout
+    assert "suite golden (1 case)" in done.stdout and "  pass  weather (" in done.stdout  # named once, one suite
     assert all(len(line) <= 100 for line in done.stdout.splitlines() if "pass " in line)
 
     chaos = re.search(r"`(harness chaos cassettes/weather\.yaml [^`]*)`", readme_section())
@@ -85,7 +86,7 @@ def test_the_readme_section_works_word_for_word_in_a_project_of_ones_own(tmp_pat
 
     done = run_shell(prompt_change, project, env)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "weather/weather.yaml: passed → passed · diverges at step 1 (request)" in done.stdout
+    assert "weather: passed → passed · diverges at step 1 (request)" in done.stdout  # the case named once
     assert (project / "candidates" / "weather.yaml").is_file()
 
     # The sentence after the block: pytest now fails on the changed prompt, in one screen, with the word diff.

@@ -11,6 +11,11 @@ whose interactions were not all played, or a recording in which the upstream ref
 request (a 400 the CLI then worked around: the recording is not the run the app normally makes).
 Drifts served under the `sequence` policy are warnings, listed by `drifts`.
 
+The CLI gets a config folder of its own for the session (`CLAUDE_CONFIG_DIR`, empty, removed at the end),
+so the recording is the one a fresh machine makes: a lived-in `~/.claude` (the user's CLAUDE.md, agents,
+skills, plugins, cached feature flags) changes the CLI's requests, and CI has none of it. `fresh_config=False`
+lets the CLI read the user's folder again.
+
     with AgentSdkSession("cassettes/read_notes.yaml", mode="none") as session:
         options = ClaudeAgentOptions(cwd=work, env=session.env, allowed_tools=["Read"])
 
@@ -21,6 +26,8 @@ with no CLI and no server (harness.agent_sdk.transport): `query(..., transport=s
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -52,9 +59,11 @@ class AgentSdkSession:
     allow_unused: bool = False
     allow_rejected: bool = False
     level: Level = "http"  # "transport": the SDK's frames, replayed with no CLI (harness.agent_sdk.transport)
+    fresh_config: bool = True  # the CLI's config folder: an empty one of the session's, not the user's ~/.claude
     _servers: list[Any] = field(default_factory=list, init=False, repr=False)
     _main: Any = field(default=None, init=False, repr=False)  # the replay server or the recording proxy
     base_url: str = field(default="", init=False)
+    config_dir: str | None = field(default=None, init=False)  # the session's CLAUDE_CONFIG_DIR, while it runs
 
     replaying: bool = field(default=False, init=False)
 
@@ -70,6 +79,8 @@ class AgentSdkSession:
         return self._main.cassettes[0] if hasattr(self._main, "cassettes") else self._main.cassette
 
     def start(self) -> AgentSdkSession:
+        if self.fresh_config and self.config_dir is None:
+            self.config_dir = tempfile.mkdtemp(prefix="harness-claude-config-")
         if self.level == "transport":
             return self._start_for_transport()
         if self.replaying:
@@ -87,7 +98,7 @@ class AgentSdkSession:
             if upstream == SIMULATOR:
                 from harness.sim import Simulator
 
-                simulator = Simulator(policy=self.sim_policy).start()
+                simulator = Simulator(policy=self.sim_policy, model=self.sim_model).start()
                 self._servers.append(simulator)
                 upstream = simulator.base_url
             self._servers.append(RecordingProxy(upstream, self.path, mode=self.mode, normalize=self.normalize).start())
@@ -141,6 +152,9 @@ class AgentSdkSession:
     def stop(self) -> None:
         while self._servers:
             self._servers.pop().stop()
+        if self.config_dir is not None:
+            shutil.rmtree(self.config_dir, ignore_errors=True)
+            self.config_dir = None
 
     def __enter__(self) -> AgentSdkSession:
         return self.start()
@@ -153,11 +167,14 @@ class AgentSdkSession:
     def env(self) -> dict[str, str]:
         """For `ClaudeAgentOptions(env=...)`: the CLI talks to this session's server, and to nothing else."""
         key = os.environ.get("ANTHROPIC_API_KEY") if not self.replaying else None
-        return {
+        env = {
             "ANTHROPIC_BASE_URL": self.base_url,
             "ANTHROPIC_API_KEY": key or REPLAY_KEY,
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",  # no telemetry, update checks or other calls
         }
+        if self.config_dir is not None:
+            env["CLAUDE_CONFIG_DIR"] = self.config_dir
+        return env
 
     # -- after the run ---------------------------------------------------------------------------------
     @property

@@ -13,7 +13,7 @@ from typing import Any
 
 from harness.trajectory import Trajectory
 
-__all__ = ["CheckFunction", "CheckResult", "CheckSpec", "fail", "ok", "step_label"]
+__all__ = ["CheckFunction", "CheckResult", "CheckSpec", "counted", "fail", "ok", "step_label"]
 
 
 @dataclass(frozen=True)
@@ -75,3 +75,9 @@ def fail(name: str, reason: str, *, step: int | None = None, **evidence: Any) ->
 
 def step_label(step: int | None) -> str:
     return f"step {step}" if step is not None else "the failed request"
+
+
+def counted(number: int, noun: str, plural: str | None = None) -> str:
+    """'1 step', '2 steps', '1,200 tool calls': the count with its noun, singular or plural (reasons and reports
+    read as a person writes, never "1 steps")."""
+    return f"{number:,} {noun if number == 1 else plural or noun + 's'}"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.checks.base import CheckResult, CheckSpec, fail, ok
+from harness.checks.base import CheckResult, CheckSpec, counted, fail, ok
 from harness.run import USAGE_FIELDS, Usage, canonical_json
 from harness.trajectory import Trajectory
 
@@ -112,7 +112,8 @@ def budgets(trajectory: Trajectory, params: Mapping[str, Any]) -> CheckResult:
     if limit is not None and len(steps) > limit:
         over = steps[limit]
         return fail(
-            name, f"step {over.index}: {len(steps)} steps, over the limit of {limit}", step=over.index, **evidence
+            name, f"step {over.index}: {counted(len(steps), 'step')}, over the limit of {limit}", step=over.index,
+            **evidence,
         )
     limit = params.get("max_tool_calls")
     calls = trajectory.tool_calls
@@ -120,7 +121,7 @@ def budgets(trajectory: Trajectory, params: Mapping[str, Any]) -> CheckResult:
         over_call = calls[limit]
         return fail(
             name,
-            f"step {over_call.step}: {len(calls)} tool calls, over the limit of {limit}",
+            f"step {over_call.step}: {counted(len(calls), 'tool call')}, over the limit of {limit}",
             step=over_call.step,
             **evidence,
         )
@@ -159,7 +160,8 @@ def budgets(trajectory: Trajectory, params: Mapping[str, Any]) -> CheckResult:
                 **evidence,
             )
     cost_text = "unknown" if evidence["cost_usd"] is None else f"${evidence['cost_usd']:.4f}"
-    totals = f"{len(steps)} steps, {len(calls)} tool calls, {trajectory.usage.total:,} tokens, cost {cost_text}"
+    totals = (f"{counted(len(steps), 'step')}, {counted(len(calls), 'tool call')}, "
+              f"{counted(trajectory.usage.total, 'token')}, cost {cost_text}")
     return ok(name, f"{totals}: within budget", **evidence)
 
 

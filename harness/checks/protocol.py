@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from harness.checks.base import CheckResult, CheckSpec, fail, ok, step_label
+from harness.checks.base import CheckResult, CheckSpec, counted, fail, ok, step_label
 from harness.trajectory import Run, Step, Trajectory
 
 NAME = "tool_ids_matched"
@@ -237,8 +237,9 @@ def tool_ids_matched(trajectory: Trajectory, params: Mapping[str, Any]) -> Check
             step=step,
             problems=[{"step": s, "problem": p} for s, p in problems],
         )
-    note = f"; {len(unanswered)} tool_use at the end of a run never sent back" if unanswered else ""
-    server_note = f"; {in_turn} server and MCP call(s) answered in their own turn" if in_turn else ""
+    never_sent = counted(len(unanswered), "tool_use", "tool_use blocks")
+    note = f"; {never_sent} at the end of a run never sent back" if unanswered else ""
+    server_note = (f"; {counted(in_turn, 'server or MCP call')} answered in their own turn" if in_turn else "")
     if checked == 0:
         return ok(
             NAME,
@@ -249,7 +250,8 @@ def tool_ids_matched(trajectory: Trajectory, params: Mapping[str, Any]) -> Check
         )
     return ok(
         NAME,
-        f"all {checked} tool_use ids sent back were answered in order by the next user turn{server_note}{note}",
+        ("the one tool_use id sent back was answered by the next user turn" if checked == 1 else
+         f"all {checked:,} tool_use ids sent back were answered in order by the next user turn") + server_note + note,
         tool_uses_checked=checked,
         server_calls_checked=in_turn,
         unanswered_at_end=unanswered,

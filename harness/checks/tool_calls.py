@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from harness.checks.base import CheckResult, CheckSpec, fail, ok
+from harness.checks.base import CheckResult, CheckSpec, counted, fail, ok
 from harness.checks.matching import maximum_matching
 from harness.jsondata import canonical_json, drop_paths, parse_path
 from harness.run import ToolCall
@@ -171,7 +171,7 @@ def _strict(
         return fail(
             NAME,
             f"step {extra.step}: unexpected extra tool call {_describe_call(extra)} "
-            f"({len(calls)} calls, expected {len(expected)})",
+            f"({counted(len(calls), 'call')}, expected {len(expected)})",
             step=extra.step,
             extra=[call.to_dict() for call in calls[len(expected) :]],
         )
@@ -180,7 +180,7 @@ def _strict(
         return fail(
             NAME,
             f"step {last_step}: the run ended without tool call {len(calls) + 1}, "
-            f"{_describe(want)} ({len(calls)} calls, expected {len(expected)})",
+            f"{_describe(want)} ({counted(len(calls), 'call')}, expected {len(expected)})",
             step=last_step,
             missing=[dict(item) for item in expected[len(calls) :]],
         )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -65,7 +66,24 @@ def console(**options: Any) -> Console:
         options = {"force_terminal": True, "no_color": False, **options}
     elif os.environ.get("NO_COLOR"):
         options = {"color_system": None, "no_color": True, **options}
-    return _safe_console_class()(**options)
+    plain = plain_text(options.get("file") or (sys.stderr if options.get("stderr") else sys.stdout))
+    if plain:  # a pipe or a CI log: a line is as long as what it says, never folded at 80 columns mid-phrase
+        options = {"soft_wrap": True, **options}
+    made = _safe_console_class()(**options)
+    made.plain_text = plain  # type: ignore[attr-defined]  # SafeConsole's own flag
+    return made
+
+
+def plain_text(stream: Any) -> bool:
+    """Whether output is plain text for a pipe, a file or a CI log (not a terminal, or `CI` set): unwrapped, and
+    with no trailing spaces (Rich pads each line of a panel or a table to the width)."""
+    if os.environ.get("CI"):
+        return True
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return not (isatty and isatty())
+    except ValueError:  # a closed file
+        return True
 
 
 class VisibleStream:
@@ -102,6 +120,10 @@ def visible_output(run: Callable[..., int]) -> Callable[..., int]:
     return wrapped
 
 
+# Spaces at the end of a line, before any closing style codes (FORCE_COLOR in a CI log still pads).
+_TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$", re.M)
+
+
 @functools.cache
 def _safe_console_class() -> type[Console]:
     from rich.console import Console
@@ -114,10 +136,13 @@ def _safe_console_class() -> type[Console]:
         table's cells, a Text) ends in segments, so none can carry a control character; control segments
         (the console's own cursor moves) are kept."""
 
+        plain_text = False  # set by console(): strip the padding at the ends of lines
+
         def _render_buffer(self, buffer: Iterable[Segment]) -> str:
-            return super()._render_buffer(
+            text = super()._render_buffer(
                 segment if segment.control else Segment(visible(segment.text), segment.style, segment.control)
                 for segment in buffer)
+            return _TRAILING.sub(r"\1", text) if self.plain_text else text
 
     return SafeConsole
 

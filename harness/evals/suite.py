@@ -108,9 +108,14 @@ def _read_suite(path: Path) -> Any:
         raise GoldenError(f"not valid YAML: {err}", file=path) from None
 
 
-def _case_ids(golden: Golden, cassettes: list[Path], root: Path) -> list[str]:
-    """Readable unique ids: the golden's name, then each cassette relative to what they share."""
+def _case_ids(golden: Golden, cassettes: list[Path], root: Path, *, once: bool = False) -> list[str]:
+    """Readable unique ids: the golden's name, then each cassette relative to what they share. A golden of one
+    cassette named after it (what `harness bless` writes: weather.json of weather.yaml) is named once, `weather`,
+    where the goldens are read as they are (`once`); a suite file's ids stay as its reports know them."""
     if len(cassettes) == 1:
+        stem = cassettes[0].stem
+        if once and (golden.name == stem or golden.name.endswith("/" + stem)):
+            return [golden.name]
         return [f"{golden.name}/{cassettes[0].name}"]
     labels = [relative_to_root(path, root) for path in cassettes]
     parts = [label.split("/") for label in labels]
@@ -202,16 +207,34 @@ def _cases(suite: str, ids: list[str], cassettes: list[Path], golden: Golden, go
     ]
 
 
-def _golden_as_suite(path: Path, *, keep_broken: bool = False) -> Suite:
+def _golden_as_suite(path: Path, *, keep_broken: bool = False, suite: str | None = None) -> Suite:
+    """A golden file as a suite of its own; `suite` names the suite its cases belong to (a folder's)."""
     root = project_root(path)
     try:
         golden = load_golden(path)
     except GoldenError as err:
         if not keep_broken:
             raise
-        return Suite(name=path.stem, path=path, cases=[_broken_case(path.stem, path.stem, path, root, err)], root=root)
-    cases = _cases(golden.name, _case_ids(golden, golden.cassettes, root), golden.cassettes, golden, path, root)
-    return Suite(name=golden.name, path=path, cases=cases, description=golden.description, root=root)
+        name = suite or path.stem
+        return Suite(name=name, path=path, cases=[_broken_case(name, path.stem, path, root, err)], root=root)
+    name = suite or golden.name
+    cases = _cases(name, _case_ids(golden, golden.cassettes, root, once=True), golden.cassettes, golden, path, root)
+    return Suite(name=name, path=path, cases=cases, description=golden.description, root=root)
+
+
+def _folder_suites(folder: Path, goldens: list[Path], *, keep_broken: bool) -> list[Suite]:
+    """The goldens of one folder as one suite, named after the folder (its subfolders, one suite each): a project's
+    golden/ reads as one suite of its cases, not a suite per file. A suite file (.yaml) says otherwise."""
+    by_folder: dict[Path, list[Path]] = {}
+    for path in goldens:
+        by_folder.setdefault(path.parent, []).append(path)
+    suites = []
+    for parent, paths in by_folder.items():
+        name = parent.name if parent == folder else parent.relative_to(folder).as_posix()
+        parts = [_golden_as_suite(p, keep_broken=keep_broken, suite=name) for p in paths]
+        suites.append(Suite(name=name, path=parent, cases=[case for part in parts for case in part.cases],
+                            description=parts[0].description if len(parts) == 1 else None, root=parts[0].root))
+    return suites
 
 
 def project_suites(cwd: Path | None = None) -> list[Path]:
@@ -244,7 +267,7 @@ def discover_suites(
             goldens = sorted(p for p in path.rglob("*.json") if p.is_file() and p.name != "schema.json")
             if not goldens:
                 raise GoldenError("no suite (.yaml) or golden (.json) files in this folder", file=path)
-            suites.extend(_golden_as_suite(p, keep_broken=keep_broken) for p in goldens)
+            suites.extend(_folder_suites(path, goldens, keep_broken=keep_broken))
         elif path.suffix in SUITE_SUFFIXES:
             suites.append(load_suite(path, golden_dir=golden_dir, keep_broken=keep_broken))
         elif path.suffix == ".json":

@@ -218,7 +218,7 @@ def agent_sdk(request: pytest.FixtureRequest, harness_config: dict[str, Any]) ->
     Replays through `harness serve` (record mode none, or once with the cassette present); records through
     `harness proxy` in front of `upstream` (the live API, or "simulator") otherwise. Marker options:
     normalize (a Normalization), match_policy ("strict" or "sequence"), upstream, sim_policy,
-    allow_unused, allow_rejected.
+    allow_unused, allow_rejected, fresh_config (False: the CLI reads the user's ~/.claude, not a fresh folder).
     """
     from harness.agent_sdk import AgentSdkSession
     from harness.errors import HarnessError

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from harness.checks.base import counted as counted  # one rule for plurals, reasons and reports alike
 from harness.run import TOKEN_KINDS as KINDS
 
 # Control characters a terminal acts on (ESC starts a clipboard write, a title change, a screen clear; C1's
@@ -110,11 +111,6 @@ def divergence_short(found: Mapping[str, Any] | None) -> str:
 def summary_cost_delta(summary: Mapping[str, Any]) -> str:
     text = signed(summary["cost_delta"], money=True)
     return text if summary.get("cost_delta_known", True) else f"{text} (priced cases only)"
-
-
-def counted(number: int, noun: str, plural: str | None = None) -> str:
-    """'1 case', '2 cases', '1,200 steps': the count with its noun, singular or plural."""
-    return f"{number:,} {noun if number == 1 else plural or noun + 's'}"
 
 
 def interval(found: Mapping[str, Any] | None, *, money: bool = False, rate: bool = False) -> str:
