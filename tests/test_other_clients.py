@@ -163,6 +163,22 @@ def test_litellm_records_against_the_simulator_and_replays_with_nothing_sent(tmp
     assert replay.unplayed == []
 
 
+def test_litellm_async_records_and_replays_through_its_aiohttp_transport(tmp_path: Path, litellm: Any) -> None:
+    path = tmp_path / "litellm-async.yaml"
+
+    async def ask(url: str) -> str:
+        answer = await litellm.acompletion(model=f"anthropic/{MODEL}", api_base=url, messages=ASK["messages"],
+                                           api_key="sk-ant-not-a-real-key-0000", max_tokens=64, num_retries=0)
+        return str(answer.choices[0].message.content)
+
+    with Simulator() as sim, use_cassette(path, mode="once") as recording:
+        recorded = asyncio.run(ask(sim.base_url))
+    assert len(recording.new_interactions) == 1
+    with Simulator() as bystander, use_cassette(path, mode="none"):
+        assert asyncio.run(ask(bystander.base_url)) == recorded
+        assert bystander.requests_seen == 0
+
+
 def test_litellm_streamed_replays_too(tmp_path: Path, litellm: Any) -> None:
     path = tmp_path / "litellm-stream.yaml"
 
@@ -215,3 +231,15 @@ print("loaded:", loaded)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert "loaded: []" in done.stdout
+
+
+def test_which_requests_are_the_apis() -> None:
+    from harness.cassette.other_clients import is_api_request
+
+    assert is_api_request("/v1/messages", [])  # a client that left the header out: the API's 400 is recorded
+    assert is_api_request("/v1/messages/count_tokens", [])
+    assert is_api_request("/gateway/anthropic/v1/messages", [])  # a gateway's prefix
+    assert is_api_request("/v1/models", ["Anthropic-Version"])  # any path of the API, by the header it requires
+    assert not is_api_request("/v1/models", ["content-type"])
+    assert not is_api_request("/v1/messagesx", [])
+    assert not is_api_request("/v1/chat/completions", ["authorization"])

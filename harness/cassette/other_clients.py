@@ -34,7 +34,7 @@ import functools
 import json
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from unittest import mock
 from urllib.parse import urlsplit
@@ -49,9 +49,9 @@ _MESSAGES_PATH = "/v1/messages"
 _NOT_OURS = None  # what `_routed` caches for a request that is not the cassette's
 
 
-def is_api_request(path: str, headers: Any) -> bool:
+def is_api_request(path: str, header_names: Iterable[str]) -> bool:
     """Whether a request is one the cassette records: one of the Anthropic API, by its header or its path."""
-    if any(str(name).lower() == "anthropic-version" for name in headers):
+    if any(name.lower() == "anthropic-version" for name in header_names):
         return True
     path = path.rstrip("/")
     return path.endswith(_MESSAGES_PATH) or f"{_MESSAGES_PATH}/" in path  # a gateway's prefix before it too
