@@ -54,9 +54,7 @@ SHAPES: dict[str, tuple[str, str, bool]] = {
     "date": ("$DATE", rf"\b(?:{_DAY},? )?{_MONTH}\.? \d{{1,2}}(?:st|nd|rd|th)?,? \d{{4}}\b"
                       rf"|\b(?:{_DAY},? )?\d{{1,2}}[ -]{_MONTH}\.?[ -]\d{{4}}\b"
                       r"|\b\d{4}[-/.]\d{2}[-/.]\d{2}\b|\b\d{1,2}[-/.]\d{1,2}[-/.]\d{4}\b", True),
-    # With seconds; or hours and minutes when AM/PM or a zone says it is a clock (3:15 alone may be a score).
-    "time": ("$TIME", rf"\b\d{{1,2}}:\d{{2}}(?::\d{{2}}(?:\.\d+)?{_ZONE}?\b"
-                      r"|\s?[AaPp]\.?[Mm]\b\.?|Z\b|\s(?:UTC|GMT)\b)", True),
+    "time": ("$TIME", rf"\b\d{{1,2}}:\d{{2}}:\d{{2}}(?:\.\d+)?{_ZONE}?\b", True),
     # Seconds (2017-2033), milliseconds, or seconds with a fraction (time.time()).
     "epoch": ("$EPOCH", r"\b1[5-9]\d{8}(?:\d{3}\b|\.\d+|\b)", True),
     # A digit in it (a word like "deadbeefcafebabe" stays a word); 16 digits or more is an id too (snowflakes).
