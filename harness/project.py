@@ -27,6 +27,7 @@ Every key is optional; an unknown key or a value of the wrong type is an error n
 from __future__ import annotations
 
 import asyncio
+import difflib
 import importlib
 import inspect
 import os
@@ -202,7 +203,9 @@ def _load(root: Path) -> Project:
     table = table or {}
     unknown = sorted(set(table) - set(_KEYS))
     if unknown:
-        raise HarnessError(f"unknown key(s) {', '.join(unknown)}; known: {', '.join(_KEYS)}", file=file,
+        near = [f"{key} (did you mean {match[0]}?)" if (match := difflib.get_close_matches(key, list(_KEYS), n=1))
+                else key for key in unknown]
+        raise HarnessError(f"unknown key(s) {', '.join(near)}; known: {', '.join(_KEYS)}", file=file,
                            where=f"[{CONFIG_TABLE}]")
     golden = root / _string(table.get("golden", "golden"), "golden", file)
     suites = table.get("suites") or ["evals" if (root / "evals").exists() or not golden.exists() else str(golden)]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cassette.format import CassetteFile
-from harness.cassette.schema import validate
+from harness.cassette.schema import newer_hint, validate
 from harness.errors import CassetteError
 from harness.files import read_text_bounded
 from harness.safe_yaml import parse_yaml
@@ -51,7 +51,8 @@ def load_transport_cassette(path: str | Path) -> TransportCassetteFile:
         raise CassetteError(f"not an Agent SDK transport cassette (its harness block needs kind: {KIND})", file=path)
     if data["harness"].get("format_version") != FORMAT_VERSION:
         raise CassetteError(f"format_version {data['harness'].get('format_version')!r}: this harness reads "
-                            f"{FORMAT_VERSION}", file=path, where="harness")
+                            f"{FORMAT_VERSION}{newer_hint(data['harness'].get('format_version'))}", file=path,
+                            where="harness")
     frames = data.get("frames")
     if not isinstance(frames, list):
         raise CassetteError("frames: expected a list of frames", file=path)

@@ -39,6 +39,14 @@ def _validator() -> jsonschema.protocols.Validator:
     return cls(schema)
 
 
+def newer_hint(version: object) -> str:
+    """What to do about a cassette of a later format: it was written by a newer loop-harness."""
+    if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
+        return (f" (version {version} was written by a newer loop-harness: upgrade it, "
+                "pip install --upgrade loop-harness)")
+    return ""
+
+
 def validate(data: Any, *, file: str | Path | None = None) -> None:
     """Raise CassetteError naming the JSON path of the first (deepest, most relevant) problem."""
     if not isinstance(data, dict):
@@ -47,7 +55,8 @@ def validate(data: Any, *, file: str | Path | None = None) -> None:
     version = block.get("format_version") if isinstance(block, dict) else None
     if "harness" in data and version != FORMAT_VERSION:
         raise CassetteError(
-            f"unknown format_version {version!r}; this harness reads version {FORMAT_VERSION}",
+            f"unknown format_version {version!r}; this harness reads version {FORMAT_VERSION}"
+            + newer_hint(version),
             file=file,
             where="$.harness.format_version",
         )

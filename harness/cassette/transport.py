@@ -346,7 +346,11 @@ def check_credential(cassette: Player, host: str, scheme: str, headers: list[tup
 
 def records_on_loopback() -> bool:
     """Whether ANTHROPIC_BASE_URL points at loopback (harness sim, a local proxy): recording there needs no key."""
-    base_url = os.environ.get("ANTHROPIC_BASE_URL")
+    return loopback_url(os.environ.get("ANTHROPIC_BASE_URL"))
+
+
+def loopback_url(base_url: str | None) -> bool:
+    """Whether `base_url` names a loopback host (harness sim, a local proxy)."""
     try:
         return base_url is not None and base_url != "" and _is_loopback(httpx2.URL(base_url).host)
     except httpx2.InvalidURL:  # the SDK will say what is wrong with it when a client is built

@@ -37,6 +37,19 @@ def _client_options(harness_config: dict[str, Any], simulator_url: str | None = 
     }
 
 
+def _fail_without_a_key(cassette: Cassette, options: dict[str, Any]) -> None:
+    """A test that must record, with no key, no token and no loopback base URL, fails at setup in one line: a
+    loop that ends its run on the API's error (harness.run_loop) would fail it later, inside a check."""
+    if cassette.write_protected or options["api_key"] != PLACEHOLDER_API_KEY or os.environ.get(
+            "ANTHROPIC_AUTH_TOKEN"):
+        return
+    from harness.cassette.transport import loopback_url
+
+    if not loopback_url(options["base_url"]):
+        pytest.fail(f"{cassette.path}: no API key to record it: record with no key against the simulator "
+                    "(pytest --record-mode=once --simulator=auto), or set ANTHROPIC_API_KEY", pytrace=False)
+
+
 _replay_tls: Any = None
 
 
@@ -74,9 +87,9 @@ def anthropic_client(
     """An `anthropic.Anthropic` whose calls go through this test's cassette."""
     import anthropic
 
-    with anthropic.Anthropic(
-        **_client_options(harness_config, simulator_url(request)), **_http_client_option(cassette, asynchronous=False)
-    ) as client:
+    options = _client_options(harness_config, simulator_url(request))
+    _fail_without_a_key(cassette, options)
+    with anthropic.Anthropic(**options, **_http_client_option(cassette, asynchronous=False)) as client:
         yield client
 
 
@@ -88,10 +101,12 @@ def async_anthropic_client(
     closed after the test."""
     import anthropic
 
+    options = _client_options(harness_config, simulator_url(request))
+    _fail_without_a_key(cassette, options)
     with contextlib.closing(
         _AsyncClosing(
             anthropic.AsyncAnthropic(
-                **_client_options(harness_config, simulator_url(request)),
+                **options,
                 **_http_client_option(cassette, asynchronous=True),
             )
         )

@@ -109,8 +109,9 @@ def cassette(request: pytest.FixtureRequest, harness_config: dict[str, Any]) -> 
     cassette_path, options, mode = _marked_cassette(request, harness_config)
     if mode == "none" and not cassette_path.exists():  # one screen, no traceback through the plugin
         pytest.fail(
-            f"{cassette_path}: no cassette here, and mode 'none' only replays. Record it first: "
-            "pytest --record-mode=once (with a key, or ANTHROPIC_BASE_URL pointing at harness sim)",
+            f"{cassette_path}: no cassette here, and mode 'none' only replays. Record it first, with no key: "
+            "pytest --record-mode=once --simulator=auto (or against the API: set ANTHROPIC_API_KEY and run "
+            "pytest --record-mode=once)",
             pytrace=False,
         )
     from harness.errors import HarnessError

@@ -7,6 +7,7 @@ Either way the cassette says `source: simulator` and which simulator model answe
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,14 @@ def check_simulator_option(config: pytest.Config) -> None:
     options = _simulator_options(value)
     if "scripts" in options and not Path(value).is_absolute():
         options["scripts"] = [str(Path(config.invocation_params.dir) / value)]
+    if "scripts" in options and not Path(options["scripts"][0]).exists():
+        # A mistyped model name (`atuo`) is no script file either: name the model it was probably meant to be.
+        from harness.sim import POLICIES
+
+        near = difflib.get_close_matches(value.removeprefix("sim-"), ["auto", *POLICIES], n=1)
+        if near:
+            raise pytest.UsageError(f"--simulator={value}: no simulator model nor script file of that name "
+                                    f"(did you mean {near[0]}?)")
     try:
         config.stash[_SESSION_SIMULATOR] = Simulator(**options)  # checks the model name or script now
     except HarnessError as err:
