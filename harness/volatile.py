@@ -50,9 +50,10 @@ SHAPES: dict[str, tuple[str, str, bool]] = {
                   rf"\b\d{{4}}-\d{{2}}-\d{{2}}[T ]\d{{2}}:\d{{2}}(?::\d{{2}}(?:[.,]\d+)?)?{_ZONE}?(?![\d:])"
                   rf"|\b{_DAY}, \d{{1,2}} {_MONTH} \d{{4}} \d{{2}}:\d{{2}}:\d{{2}}(?: (?:GMT|UTC|[+-]\d{{4}}))?"
                   rf"|\b{_DAY} {_MONTH} [ \d]\d \d{{2}}:\d{{2}}:\d{{2}}(?: [A-Z]{{2,5}})? \d{{4}}\b", True),
+    # Day or month first with slashes, dots (de, ru) or dashes; a month's name between spaces or dashes (2-Dec-2026).
     "date": ("$DATE", rf"\b(?:{_DAY},? )?{_MONTH}\.? \d{{1,2}}(?:st|nd|rd|th)?,? \d{{4}}\b"
-                      rf"|\b(?:{_DAY},? )?\d{{1,2}} {_MONTH} \d{{4}}\b"
-                      r"|\b\d{4}[-/.]\d{2}[-/.]\d{2}\b|\b\d{1,2}/\d{1,2}/\d{4}\b", True),
+                      rf"|\b(?:{_DAY},? )?\d{{1,2}}[ -]{_MONTH}\.?[ -]\d{{4}}\b"
+                      r"|\b\d{4}[-/.]\d{2}[-/.]\d{2}\b|\b\d{1,2}[-/.]\d{1,2}[-/.]\d{4}\b", True),
     "time": ("$TIME", rf"\b\d{{1,2}}:\d{{2}}:\d{{2}}(?:\.\d+)?{_ZONE}?\b", True),
     # Seconds (2017-2033), milliseconds, or seconds with a fraction (time.time()).
     "epoch": ("$EPOCH", r"\b1[5-9]\d{8}(?:\d{3}\b|\.\d+|\b)", True),

@@ -62,6 +62,8 @@ SHAPES: dict[str, tuple[str, str]] = {
     "openai-key": ("sk-proj-PLANTEDopenai0123456789abcdefghijklmnop", "{}"),
     "slack-token": ("xoxb-123456789012-1234567890123-PLANTEDslack0123", "{}"),
     "jwt": ("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJQTEFOVEVEIn0.c2lnbmF0dXJlUExBTlRFRDAxMjM0NTY3ODk", "{}"),
+    # HTTP Basic credentials (user:password in base64) as a tool echoes a request's headers.
+    "basic-auth": ("cGxhbnRlZDpQTEFOVEVELWJhc2ljLTAwMTE=", "Authorization: Basic {}"),
 }
 SHAPE_TEXT = "\n".join(template.format(secret) for secret, template in SHAPES.values())
 
@@ -90,6 +92,7 @@ LOOK_ALIKES = [
     "sk-learn is not a key; AKIA alone is not either; neither is ya29 or the word secret_access_key.",
     "commit 9fceb02d0ae598e95dc970b74767f19372d61af8, request req_011CWbzicpaYMyAiiXobLkzi",
     "password: correct horse battery staple",
+    "Basic authentication (RFC 7617) is the basic plan; Basic Plan 2026 costs less.",
 ]
 LOOK_ALIKE_TEXT = "\n".join(LOOK_ALIKES)
 

@@ -36,9 +36,17 @@ SHAPES = Shapes(SHAPE_NAMES)
     ("nonce a3f9c2e1d4b5a6f70812 token Zx3_kQ9-LmN0pR7sT2vW1y", "nonce $HEX token $BASE64"),
     ("listening on http://127.0.0.1:54321/v1", "listening on http://127.0.0.1:$PORT/v1"),
     ("id-4bccec01-1d2e-4abc-8def-0123456789ab", "id-$UUID"),
+    # Dates as other locales and formats write them (a probe of issue 38's fresh set): day first with
+    # dots or dashes, a month name between dashes or abbreviated with a dot.
+    ("due 02.12.2026, sent 2-Dec-2026, filed 2 Dec. 2026, seen 12-02-2026",
+     "due $DATE, sent $DATE, filed $DATE, seen $DATE"),
+    ("9F1C2B3A-1D2E-4F5A-8B9C-0D1E2F3A4B5C at 2026-12-02T08:20:00+05:30", "$UUID at $TIMESTAMP"),
+    ("/var/folders/zz/zyxvpxvq6csfxvn_n0000000000000/T/tmpab12cd/out.txt", "$TMP_PATH"),
     # Not volatile: words, identifiers, numbers, cities.
     ("Paris 21C, 42 items, ReadTimeoutError, HTTPConnectionPool, test_case_number_2, /usr/lib/python3/x",
      "Paris 21C, 42 items, ReadTimeoutError, HTTPConnectionPool, test_case_number_2, /usr/lib/python3/x"),
+    ("version 1.2.3, a meeting at 2:30 PM, 16:9 screen, Lyon 12.5C, 2 December items",
+     "version 1.2.3, a meeting at 2:30 PM, 16:9 screen, Lyon 12.5C, 2 December items"),
 ])
 def test_volatile_values_are_found_by_their_shape(text: str, masked: str) -> None:
     assert SHAPES.mask(text) == masked

@@ -94,6 +94,13 @@ OWN_SHAPES: tuple[Shape, ...] = (
         ),
         1,
     ),
+    # HTTP Basic credentials (base64 of user:password) after the scheme's name, as a header or a query value
+    # carries them; "Basic authentication" and "the basic plan" are prose (the token needs a digit, 12 characters).
+    Shape(
+        "basic-auth",
+        re.compile(r"(?i)\bbasic(?:\s+|%20|\+)((?=[A-Za-z0-9+/]*\d)[A-Za-z0-9+/]{12,}={0,2})(?![A-Za-z0-9+/=])"),
+        1,
+    ),
     # An organization id next to the word (a 429 message, an `anthropic-organization-id` header in any
     # container); the word must stand alone, so "George ... <uuid>" is left as it is.
     Shape(
@@ -203,7 +210,7 @@ _ANCHORS = (
     "cf_clearance",
 )
 # Case-insensitive words that start a shape wherever they are ...
-_WORDS = ("bearer", "sessionkey=", "aws")
+_WORDS = ("bearer", "basic", "sessionkey=", "aws")
 # ... and field names that do only when a value follows (`"token": `, `password=`; not `max_tokens`).
 _FIELD_WORDS = ("token", "secret", "key", "password", "passwd", "pwd", "passphrase", "pass", "credential",
                 "credentials", "sig", "auth")
