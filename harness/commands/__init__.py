@@ -67,8 +67,6 @@ def console(**options: Any) -> Console:
     elif os.environ.get("NO_COLOR"):
         options = {"color_system": None, "no_color": True, **options}
     plain = plain_text(options.get("file") or (sys.stderr if options.get("stderr") else sys.stdout))
-    if plain:  # a pipe or a CI log: a line is as long as what it says, never folded at 80 columns mid-phrase
-        options = {"soft_wrap": True, **options}
     made = _safe_console_class()(**options)
     made.plain_text = plain  # type: ignore[attr-defined]  # SafeConsole's own flag
     return made
@@ -128,6 +126,7 @@ _TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$", re.M)
 def _safe_console_class() -> type[Console]:
     from rich.console import Console
     from rich.segment import Segment
+    from rich.text import Text
 
     from harness.report._text import visible
 
@@ -136,7 +135,14 @@ def _safe_console_class() -> type[Console]:
         table's cells, a Text) ends in segments, so none can carry a control character; control segments
         (the console's own cursor moves) are kept."""
 
-        plain_text = False  # set by console(): strip the padding at the ends of lines
+        plain_text = False  # set by console(): lines of text unfolded, and no padding at the ends of lines
+
+        def print(self, *objects: Any, soft_wrap: bool | None = None, **options: Any) -> None:
+            # A pipe or a CI log: a line of text is as long as what it says, never folded at 80 columns
+            # mid-phrase. A panel or a table still lays out at the width: unfolded, it would crop its cells.
+            if soft_wrap is None and self.plain_text:
+                soft_wrap = all(isinstance(item, str | Text) for item in objects)
+            super().print(*objects, soft_wrap=soft_wrap, **options)
 
         def _render_buffer(self, buffer: Iterable[Segment]) -> str:
             text = super()._render_buffer(

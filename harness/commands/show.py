@@ -203,9 +203,12 @@ def _print_run(console: Console, run: Run, excerpt: int, several: bool) -> None:
     outcome = run.outcome
     console.print(f"[bold]ended:[/] {escape(outcome.describe())}")
     if run.final_text:
-        console.print(
-            Panel(escape(_short(run.final_text, excerpt)), title="final text", title_align="left", expand=False)
-        )
+        text = _short(run.final_text, excerpt)
+        if getattr(console, "plain_text", False):  # a pipe or a CI log: the text whole, never cropped by a box
+            console.print("[bold]final text:[/]")
+            console.print("\n".join(f"  {line}" for line in escape(text).splitlines()))
+        else:
+            console.print(Panel(escape(text), title="final text", title_align="left", expand=False))
 
 
 def _print_header(console: Console, trajectory: Trajectory) -> None:

@@ -189,14 +189,18 @@ def _left_as_the_test_ended(context: Any, item: pytest.Item) -> Iterator[Any]:
     one as an interrupt would; a save the cassette refuses (a run never answered) fails the test in one line."""
     from harness.errors import HarnessError
 
+    entered = False
     try:
         with contextlib.suppress(_TestFailed, _TestInterrupted), context as active:
+            entered = True
             yield active
             if not item.stash.get(ENDED_KEY, False):
                 raise _TestInterrupted("the test's call did not end")
             if item.stash.get(FAILED_KEY, False):
                 raise _TestFailed("test failed")
     except HarnessError as err:
+        if not entered:  # the cassette could not be opened: the fixture's one screen, with what to do next
+            raise
         failure: HarnessError | None = err
     else:
         failure = None
