@@ -179,6 +179,8 @@ def record_scenario(item: Scenario, path: Path, *, pacer: Pacer | None = None, f
     middleware = [pacer.middleware()] if pacer is not None else []
     existed = path.exists()
     with use_cassette(path, mode="rewrite") as cassette:
+        if sys.stderr.isatty():  # a long scenario shows each step as it goes; a pipe or a CI log gets none of it
+            cassette.capture.listener = progress_printer(getattr(item, "name", path.stem))
         returned = item.run(client_factory(item, middleware=middleware, **client_options))
         if cassette.new_interactions and not faults_asked and not answered(cassette.new_interactions):
             # Raised inside the block, so nothing is written: a run never answered is no recording of the agent
@@ -186,3 +188,35 @@ def record_scenario(item: Scenario, path: Path, *, pacer: Pacer | None = None, f
             kept = "the previous recording is kept" if existed else "nothing written"
             raise HarnessError(f"{unanswered_reason(cassette.new_interactions)}; {kept}")
     return Recorded(path, returned, cassette.this_run())
+
+
+def progress_line(name: str, step: int, interaction: dict[str, Any]) -> str | None:
+    """The line one recorded Messages API exchange earns: the step, how it stopped, its tool calls; None for an
+    exchange that is no Messages API call (a count_tokens, a batch)."""
+    from harness.wire.bodies import response_message
+
+    if not str(interaction.get("request", {}).get("path", "")).endswith("/v1/messages"):
+        return None
+    if "response" not in interaction:
+        return f"{name}: step {step}, no answer ({interaction.get('error', {}).get('type', 'connection error')})"
+    message = response_message(interaction["response"]) or {}
+    if message.get("type") != "message":
+        return f"{name}: step {step}, HTTP {interaction['response'].get('status')}"
+    tools = [block.get("name", "?") for block in message.get("content") or []
+             if isinstance(block, dict) and block.get("type") == "tool_use"]
+    named = f" ({', '.join(tools)})" if tools else ""
+    return f"{name}: step {step}, {message.get('stop_reason')}, {counted(len(tools), 'tool call')}{named}"
+
+
+def progress_printer(name: str) -> Callable[[dict[str, Any]], None]:
+    """A capture listener printing `progress_line` to stderr for each step of scenario `name`."""
+    steps = 0
+
+    def listener(interaction: dict[str, Any]) -> None:
+        nonlocal steps
+        line = progress_line(name, steps + 1, interaction)
+        if line is not None:
+            steps += 1
+            print(line, file=sys.stderr, flush=True)
+
+    return listener

@@ -9,7 +9,7 @@ listed so that they are reported.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -34,6 +34,8 @@ class Capture:
         self.rejected: list[dict[str, Any]] = []
         self.provenance: dict[str, Any] = {}
         self.spans: Any = None  # harness.telemetry.live.CassetteSpans when the recording is traced
+        # Told of each exchange as it is recorded (`harness record`'s progress line on a terminal).
+        self.listener: Callable[[dict[str, Any]], None] | None = None
 
     def record(
         self,
@@ -86,6 +88,8 @@ class Capture:
         self.new_interactions.append(interaction)
         if self.spans is not None:
             self.spans.recorded(interaction, elapsed_ms)
+        if self.listener is not None:
+            self.listener(interaction)
         return interaction
 
     def redacted(self, interaction: dict[str, Any], position: int) -> dict[str, Any] | None:

@@ -16,6 +16,8 @@ prompt change becomes candidate cassettes). A set's own arguments (the demo's `-
 `--system-prompt-file`, `--print-system-prompt`) are declared by the set and added here, in a group of their
 own; given without the set's flag, they are refused naming it. This module knows no set by name.
 
+`--missing` records only the scenarios (or trials) with no cassette yet, and keeps the others as they are.
+
 `--trials N` records N runs of each scenario (`brief.trial-1.yaml` ... `brief.trial-N.yaml`).
 
 `--concurrency C` records C cassettes at a time (threads, each recording its own cassette). The project's
@@ -53,6 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="cassettes folder (default: `cassettes` of [tool.loop-harness]; with a set's flag, the set's own)",
     )
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    parser.add_argument("--missing", action="store_true",
+                        help="record only the scenarios (or trials) that have no cassette yet; keep the others")
     parser.add_argument(
         "--trials",
         type=int,
@@ -99,16 +103,20 @@ def _run_project(args: argparse.Namespace) -> int:
     chosen = [project.scenario(name) for name in (args.names or project.scenarios)]
     for item in chosen:
         item.function()  # every name resolves before anything is recorded
-    options = client_options()
     folder = args.cassettes if args.cassettes is not None else project.cassettes
-    pacer = Pacer()  # one for the whole run: the API's limits are the account's, whichever trial spends them
-    jobs: list[RecordJob] = []
+    wanted: list[tuple[Scenario, Path]] = []
     for item in chosen:
         path = folder / item.cassette_path.relative_to(project.cassettes)
         paths = [path] if args.trials is None else [trial_path(path, k) for k in range(1, args.trials + 1)]
-        for cassette in paths:
-            record = functools.partial(_record_one, item, cassette, pacer, options)
-            jobs.append(RecordJob(cassette, record, item.name))
+        # --missing: a cassette already there is kept as it is
+        wanted.extend((item, cassette) for cassette in paths if not (args.missing and cassette.exists()))
+    if not wanted:
+        print(f"nothing to record: every scenario chosen has its cassette in {folder}")
+        return 0
+    options = client_options()
+    pacer = Pacer()  # one for the whole run: the API's limits are the account's, whichever trial spends them
+    jobs = [RecordJob(cassette, functools.partial(_record_one, item, cassette, pacer, options), item.name)
+            for item, cassette in wanted]
     status = run_jobs(jobs, args.concurrency)
     stats = pacer.stats
     if len(jobs) > 1 and (stats.waited_seconds >= 0.05 or stats.rate_limited):
