@@ -6,19 +6,29 @@ BIN := $(VENV)/bin
 # the tests install the dev extra on top. Each stamp is remade when pyproject.toml changes.
 EVAL_STAMP := $(VENV)/.eval-stamp
 STAMP := $(VENV)/.installed-stamp
+DOCS_STAMP := $(VENV)/.docs-stamp
 
 .PHONY: eval test lint docs cassettes clean cli-versions
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+# pip is quiet while it installs: say once what the wait is for.
 $(EVAL_STAMP): pyproject.toml | $(BIN)/python
+	@echo "setting up $(VENV): installing loop-harness (a minute or so, the first time only)"
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
 	touch $(EVAL_STAMP)
 
 $(STAMP): pyproject.toml | $(BIN)/python
+	@echo "setting up $(VENV): installing loop-harness and its dev extra (several minutes, the first time only)"
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-	touch $(STAMP) $(EVAL_STAMP)
+	touch $(STAMP) $(EVAL_STAMP) $(DOCS_STAMP)
+
+# The docs need the package and the docs extra only (mkdocs and its plugins), not the test tools.
+$(DOCS_STAMP): pyproject.toml | $(BIN)/python
+	@echo "setting up $(VENV): installing loop-harness and its docs extra (the first time only)"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[docs]'
+	touch $(DOCS_STAMP) $(EVAL_STAMP)
 
 ## The main job: the eval suite over the bundled cassettes, with its report.
 eval: $(EVAL_STAMP)
@@ -57,7 +67,7 @@ test: $(STAMP) $(TS_STAMP)
 	$(BIN)/python -m pytest -n 2 -q
 
 ## The docs site, built --strict into site/ (reference pages generated from the code).
-docs: $(STAMP)
+docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict --site-dir site
 
 lint: $(STAMP)

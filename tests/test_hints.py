@@ -10,6 +10,8 @@ import pytest
 from harness.errors import CassetteError, HarnessError
 
 pytest_plugins = ["pytester"]
+# Each run in a process of its own: an in-process run drops the modules it first imported (pytester's
+# sys.modules snapshot), and a later test of the same worker would then meet two copies of the harness's classes.
 
 
 @pytest.fixture(autouse=True)
@@ -41,14 +43,14 @@ def test_weather(anthropic_client):
 
 def test_a_missing_cassette_names_the_simulator_route(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_one=RUN_LOOP_TEST)
-    result = pytester.runpytest()
+    result = pytester.runpytest_subprocess()
     result.assert_outcomes(errors=1)
     assert "pytest --record-mode=once --simulator=auto" in result.stdout.str()
 
 
 def test_a_mistyped_simulator_model_gets_a_did_you_mean(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_one=RUN_LOOP_TEST)
-    result = pytester.runpytest("--simulator=atuo")
+    result = pytester.runpytest_subprocess("--simulator=atuo")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     text = result.stderr.str()
     assert "did you mean auto?" in text and "no such script file" not in text
@@ -76,7 +78,7 @@ def test_a_cassette_of_a_later_format_says_to_upgrade(tmp_path: Path) -> None:
 
 def test_recording_with_no_key_fails_at_setup_in_one_line(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_one=RUN_LOOP_TEST)
-    result = pytester.runpytest("--record-mode=once")
+    result = pytester.runpytest_subprocess("--record-mode=once")
     result.assert_outcomes(errors=1)  # at setup, before the loop ran: not a failed check inside the test
     text = result.stdout.str()
     line = next(line for line in result.outlines if "no API key to record" in line)

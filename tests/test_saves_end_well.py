@@ -92,6 +92,37 @@ def test_in_mode_all_a_connection_failure_never_renews_an_answered_recording(tmp
     assert all("response" in i for i in load_cassette(path).interactions), "the failure renewed a good recording"
 
 
+@pytest.mark.parametrize("mode", ["rewrite", "fork"])
+def test_a_run_that_loses_its_upstream_midway_never_replaces_a_good_recording(tmp_path: Path, mode: str) -> None:
+    """The simulator (or the route to the API) goes away after the first answer, and the agent carries on past its
+    client's connection error, as run_loop does: the good two-answer recording stays (a probe of the fresh set)."""
+    path = tmp_path / "run.yaml"
+    with Simulator() as sim:
+        before = _good(path, sim, "one", "two")
+    with Simulator() as sim:
+        url = sim.base_url
+        with pytest.raises(UnansweredRun, match="failed to connect") as raised, use_cassette(path, mode):
+            _ask(url, "one" if mode == "rewrite" else "changed")
+            sim.stop()
+            with pytest.raises(anthropic.APIConnectionError):
+                _ask(url, "two")
+    assert "the previous recording is kept" in str(raised.value)
+    assert path.read_bytes() == before
+
+
+def test_a_connection_failure_the_retry_got_past_still_records(tmp_path: Path) -> None:
+    """A connect failure followed by an answer is a recorded retry, not a lost upstream: rewrite saves it."""
+    path = tmp_path / "run.yaml"
+    with Simulator() as sim:
+        _good(path, sim, "one")
+        with use_cassette(path, "rewrite"):
+            with pytest.raises(anthropic.APIConnectionError):
+                _ask(f"http://127.0.0.1:{_closed_port()}", "one")
+            _ask(sim.base_url, "one")
+    assert [("error" in i, i.get("response", {}).get("status")) for i in load_cassette(path).interactions] == [
+        (True, None), (False, 200)]
+
+
 AGENT = '''
 from harness import run_loop
 

@@ -3,8 +3,9 @@
 What is kept on save depends on the mode: rewrite (and a first recording) keeps nothing old; fork keeps the
 replayed prefix; all keeps the recordings the run did not renew; new_episodes keeps everything. A run none of
 whose requests was answered (every one failed to connect, a dead base URL, or got an error status, a wrong base
-URL's 404s or a bad key's 401s) never replaces answered recordings (`refuse_unanswered`), and a connection
-failure never renews an answered recording in mode all. The lock
+URL's 404s or a bad key's 401s) never replaces answered recordings (`refuse_unanswered`), nor does a run that
+lost its upstream midway (a request failed to connect and nothing answered after it), and a connection failure
+never renews an answered recording in mode all. The lock
 (`harness.cassette.lock`) is taken here and only here, by `recording_turn`, for every recorder of a
 cassette (use_cassette in a record mode, harness proxy), so they take turns, whole runs at a time.
 """
@@ -51,6 +52,19 @@ def _answered(interaction: dict[str, Any]) -> bool:
     """An exchange that got an answer that is not an error (a status under 400)."""
     response = interaction.get("response")
     return "error" not in interaction and isinstance(response, dict) and int(response.get("status") or 0) < 400
+
+
+def _lost_upstream(fresh: Sequence[dict[str, Any]]) -> str | None:
+    """Why a run lost its upstream midway, or None: a request that failed to connect (nothing listened: a simulator
+    stopped, a route gone) with no answer after it. A connect failure a retry got past is a recorded retry, and a
+    dropped or timed-out answer may be a fault the run asked for; neither counts."""
+    last = max((n for n, interaction in enumerate(fresh) if _answered(interaction)), default=-1)
+    for number, interaction in enumerate(fresh[last + 1:], start=last + 2):
+        error = interaction.get("error")
+        if last >= 0 and isinstance(error, dict) and error.get("kind") == "connect":
+            return (f"request #{number} of this run failed to connect after the upstream had answered "
+                    f"({error.get('message', '')}), and nothing answered after it: the run lost its upstream")
+    return None
 
 
 class Turn(Protocol):
@@ -162,12 +176,15 @@ class Storage:
         """UnansweredRun, and nothing written, when the run would replace answered recordings (rewrite, all, fork
         over a cassette that holds some) and none of its own was answered: every request failed to connect (a
         dead base URL) or got an error status (a wrong base URL's 404s, a bad key's 401s)."""
-        if not fresh or any(_answered(interaction) for interaction in fresh):
+        if not fresh or not (self.existed and self.mode in ("rewrite", "all", "fork")):
             return
-        if not (self.existed and self.mode in ("rewrite", "all", "fork")
-                and any(_answered(interaction) for interaction in self.on_disk())):
+        lost = self.mode != "all" and _lost_upstream(fresh)  # (all: a connection failure renews nothing anyway)
+        if not lost and any(_answered(interaction) for interaction in fresh):
             return
-        raise UnansweredRun(f"not saved: {unanswered_reason(fresh)}; the previous recording is kept", file=self.path)
+        if not any(_answered(interaction) for interaction in self.on_disk()):
+            return
+        reason = lost or unanswered_reason(fresh)
+        raise UnansweredRun(f"not saved: {reason}; the previous recording is kept", file=self.path)
 
     def save(self, interactions: list[dict[str, Any]], *, provenance: dict[str, Any], rules: Normalization,
              played: int, divergence: CassetteMismatch | None) -> Path:
