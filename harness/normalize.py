@@ -262,13 +262,14 @@ def _strings(value: Any) -> Iterable[str]:
             yield from _strings(item)
 
 
-def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
+def map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """`value` with every string in it (at any depth of dicts and lists) replaced by `change(string)`."""
     if isinstance(value, str):
         return change(value)
     if isinstance(value, dict):
-        return {key: _map_strings(item, change) for key, item in value.items()}
+        return {key: map_strings(item, change) for key, item in value.items()}
     if isinstance(value, list):
-        return [_map_strings(item, change) for item in value]
+        return [map_strings(item, change) for item in value]
     return value
 
 
@@ -304,15 +305,15 @@ class Applied:
     def request(self, body: Any) -> Any:
         """A request body as matching (and the cassette) sees it: masked, values and patterns replaced."""
         body = _mask(copy.deepcopy(body), self.mask) if self.mask else body
-        return _map_strings(body, self._request_string)
+        return map_strings(body, self._request_string)
 
     def response_values(self, data: Any) -> Any:
         """Recorded response data with this run's values replaced by placeholders (patterns are for requests)."""
-        return _map_strings(data, self._values_only) if self._to_placeholders else data
+        return map_strings(data, self._values_only) if self._to_placeholders else data
 
     def expand(self, data: Any) -> Any:
         """Replayed response data with placeholders replaced by this run's values."""
-        return _map_strings(data, self._expand_string) if self._to_values else data
+        return map_strings(data, self._expand_string) if self._to_values else data
 
     def _values_only(self, text: str) -> str:
         for regex, placeholder in self._to_placeholders:

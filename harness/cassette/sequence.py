@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from harness.cassette.match import diff_summary, request_fingerprint, stored_request_body
-from harness.cassette.tolerant import ToleratedDifference
+from harness.cassette.tolerant import AskedRequest, ToleratedDifference
 
 TOOL_OUTPUT = "$TOOL_OUTPUT"
 
@@ -42,16 +42,6 @@ def without_tool_output(body: Any) -> Any:
     return {**body, "messages": messages}
 
 
-class _Request(Protocol):
-    method: str
-    path: str
-    query: str
-    position_in_run: int
-
-    @property
-    def body(self) -> Any: ...
-
-
 class SequenceMatcher:
     """Recorded requests by their fingerprint without tool output, in recorded order."""
 
@@ -66,7 +56,7 @@ class SequenceMatcher:
     def _key(self, method: str, path: str, query: str | None, body: Any) -> bytes:
         return request_fingerprint(method, path, query, without_tool_output(body), self._ignore)
 
-    def drifted(self, request: _Request, play_counts: Sequence[int]) -> ToolResultDrift | None:
+    def drifted(self, request: AskedRequest, play_counts: Sequence[int]) -> ToolResultDrift | None:
         """The drift that lets `request` be served the next unplayed recording, or None (then it is a miss)."""
         queue = self._queues.get(self._key(request.method, request.path, request.query, request.body))
         if not queue:

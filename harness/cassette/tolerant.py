@@ -20,12 +20,12 @@ difference is the part of such a change that the matching policy served anyway.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from harness.cassette.match import request_fingerprint, stored_request_body
-from harness.normalize import Normalization
+from harness.normalize import Normalization, map_strings
 from harness.volatile import SHAPE_NAMES, Shapes, shapes_for
 
 MAX_VALUES = 20  # values named per request: enough to review, not a screen of them
@@ -106,15 +106,6 @@ class VolatileScope:
         return cls(shapes_for(builtin, user, False), shapes_for(builtin, user, True))
 
 
-def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
-    if isinstance(value, str):
-        return change(value)
-    if isinstance(value, dict):
-        return {key: _map_strings(item, change) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_map_strings(item, change) for item in value]
-    return value
-
 
 def _is_tool_result(block: Any) -> bool:
     return isinstance(block, dict) and block.get("type") == "tool_result"
@@ -138,7 +129,7 @@ def key_body(body: Any, scope: VolatileScope | None) -> Any:
         return body
     out = dict(body)
     if scope is not None and scope.system and "system" in body:
-        out["system"] = _map_strings(body["system"], scope.system.mask)
+        out["system"] = map_strings(body["system"], scope.system.mask)
     messages = body.get("messages")
     if isinstance(messages, list):
         out["messages"] = [_message_key(message, scope) for message in messages]
@@ -152,7 +143,7 @@ def _message_key(message: Any, scope: VolatileScope | None) -> Any:
     blocks = _by_id(content)
     if scope is not None and scope.tool_output:
         mask = scope.tool_output.mask
-        blocks = [{**block, "content": _map_strings(block.get("content"), mask)} if _is_tool_result(block) else block
+        blocks = [{**block, "content": map_strings(block.get("content"), mask)} if _is_tool_result(block) else block
                   for block in blocks]
     return {**message, "content": blocks} if blocks is not content else message
 
@@ -225,7 +216,9 @@ def _texts(value: Any) -> Iterator[str]:
 
 # -- the lookup ------------------------------------------------------------------------------------------------
 
-class _Request(Protocol):
+class AskedRequest(Protocol):
+    """What the matchers (this one and harness.cassette.sequence) read of a request being replayed."""
+
     method: str
     path: str
     query: str
@@ -257,7 +250,7 @@ class TolerantMatcher:
                 self._queues.setdefault(key, deque()).append(position)
         return self._queues
 
-    def alike(self, request: _Request) -> list[int]:
+    def alike(self, request: AskedRequest) -> list[int]:
         """Every recorded position with this request's key (a miss asks: was it recorded, and played already?)."""
         body = request.body
         keyed = key_body(body, self.scope)
@@ -266,7 +259,7 @@ class TolerantMatcher:
         return list(self._index().get(request_fingerprint(request.method, request.path, request.query, keyed,
                                                           self._ignore), ()))
 
-    def matched(self, request: _Request, play_counts: Sequence[int]) -> ToleratedDifference | None:
+    def matched(self, request: AskedRequest, play_counts: Sequence[int]) -> ToleratedDifference | None:
         """The tolerated difference that lets `request` be served the next unplayed recording with its key, or
         None (then it is a miss, or for the `sequence` policy to judge)."""
         body = request.body
