@@ -111,3 +111,39 @@ def test_strictest_is_the_mode_that_may_record_least() -> None:
     assert strictest("all", "new_episodes") == "new_episodes"
     assert strictest("new_episodes", "fork") == "new_episodes"
     assert strictest("none", "sideways") == "sideways"  # not a mode: left for the cassette to refuse, naming it
+
+
+OWN_BLOCK = """
+import anthropic, pytest
+from harness import use_cassette
+from harness.sim import Simulator
+
+def ask(base_url, path):
+    with use_cassette(path, mode="all"):
+        client = anthropic.Anthropic(api_key="sk-ant-not-a-real-key", base_url=base_url, max_retries=0)
+        return client.messages.create(model="claude-sonnet-5", max_tokens=512,
+                                      messages=[{"role": "user", "content": "Hi!"}])
+
+def test_live(tmp_path):
+    # 192.0.2.1 is TEST-NET-1 (never routed): the guard must refuse it before any packet leaves
+    with pytest.raises(anthropic.APIConnectionError) as raised:
+        ask("http://192.0.2.1", tmp_path / "live.yaml")
+    assert "loop-harness blocked a connection to 192.0.2.1:80" in str(raised.value.__cause__)
+    assert "pytest --record-mode=once" in str(raised.value.__cause__)
+    assert not (tmp_path / "live.yaml").exists()
+
+def test_simulator(tmp_path):
+    with Simulator() as sim:
+        assert ask(sim.base_url, tmp_path / "sim.yaml").stop_reason == "end_turn"
+    assert (tmp_path / "sim.yaml").exists()
+"""
+
+
+def test_a_recording_block_a_test_opens_itself_reaches_loopback_only_in_a_run_that_replays(
+        pytester: pytest.Pytester) -> None:
+    # Fresh probe of issue 38: `use_cassette(mode="all")` inside a test went to the API under a plain `pytest`.
+    pytester.makepyfile(test_own=OWN_BLOCK)
+    pytester.runpytest("test_own.py").assert_outcomes(passed=2)
+    # Recording is chosen per run: the same test under --record-mode=all is not held back.
+    pytester.makepyfile(test_own=OWN_BLOCK.replace("def test_live", "def _not_run_live"))
+    pytester.runpytest("--record-mode=all", "test_own.py").assert_outcomes(passed=1)

@@ -62,6 +62,27 @@ def strictest(run: str, asked: str | None) -> str:
         return asked
     return run if asks_more(run, asked) else asked
 
+# A run that may not record (a pytest run in mode none: CI) pushes its hint here for as long as it lasts; while
+# one is pushed, a `use_cassette` block that asks to record, as code a test runs itself may, reaches loopback only
+# (harness sim records as before; the API is refused, naming the way to record). Recording stays chosen per run.
+_RUNS_THAT_REPLAY: list[str] = []
+
+
+@contextlib.contextmanager
+def run_that_replays(hint: str) -> Iterator[None]:
+    """While inside, this process's run may not record beyond loopback: `hint` says how to record instead."""
+    _RUNS_THAT_REPLAY.append(hint)
+    try:
+        yield
+    finally:
+        _RUNS_THAT_REPLAY.remove(hint)
+
+
+def replaying_run() -> str | None:
+    """The hint of the run that may not record, while one is on (see `run_that_replays`); else None."""
+    return _RUNS_THAT_REPLAY[-1] if _RUNS_THAT_REPLAY else None
+
+
 # Sent nowhere: in replay every request is answered from the cassette. It only lets the SDK build a client.
 PLACEHOLDER_API_KEY = "replay-key-not-a-secret"
 _CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")

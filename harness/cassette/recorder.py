@@ -34,7 +34,7 @@ from harness.cassette.fork import ForkReport, spend_of
 from harness.cassette.format import CassetteFile
 from harness.cassette.lookup import Lookup, Matcher
 from harness.cassette.mismatch import CassetteMismatch
-from harness.cassette.modes import MODES, Mode, is_mode, placeholder_credential
+from harness.cassette.modes import MODES, Mode, is_mode, placeholder_credential, replaying_run
 from harness.cassette.redact import Scrubber
 from harness.cassette.shared_tls import shared_tls_contexts
 from harness.cassette.storage import Storage, Turn, recording_turn
@@ -368,8 +368,11 @@ class use_cassette:  # a class, so one object is both the context manager and th
                 routing.enter_context(egress_guard(_REPLAY_HINT.format(path=self.path, mode=self.mode)))
                 routing.enter_context(placeholder_credential())
                 routing.enter_context(shared_tls_contexts())  # ...nor a CA bundle load of its own
-            elif transport.records_on_loopback():  # recording against harness sim: no key either, for code that
-                routing.enter_context(placeholder_credential())  # asks the environment for one before any request
+            else:
+                if (run_hint := replaying_run()) is not None:  # a test's own recording block in a run that replays
+                    routing.enter_context(egress_guard(f"{self.path} asks for mode {self.mode!r}, {run_hint}"))
+                if transport.records_on_loopback():  # recording against harness sim: no key either, for code
+                    routing.enter_context(placeholder_credential())  # that asks the environment for one first
             routing.enter_context(cassette.installed())
         except BaseException:
             turn.release()
