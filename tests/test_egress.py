@@ -26,10 +26,17 @@ import httpx2  # noqa: F401  (kept imported across pytester's in-process runs: s
 import pytest
 
 from harness import use_cassette
+from harness.cassette import modes
 from harness.egress import EgressBlocked, active, egress_guard, refuser
 from harness.egress.guard import ENV_KEYS
 
 pytest_plugins = ["pytester"]
+
+
+def record_mode_of_this_run() -> str | None:
+    """The record mode this pytest run was started in (the hint a run in mode none pushes says 'none')."""
+    hint = modes.replaying_run()
+    return "none" if hint is not None and "record mode is 'none'" in hint else None
 
 FAKE = (Path(__file__).parent / "fake_messages_api.py").read_text()
 TARGET = ("192.0.2.1", 80)
@@ -247,14 +254,18 @@ def test_npm_in_a_guarded_child_uses_its_cache_before_the_registry() -> None:
     assert seen.strip() == "true"
 
 
-def test_use_cassette_refuses_the_network_in_the_modes_that_may_not_record(tmp_path: Path) -> None:
+def test_use_cassette_refuses_the_network_in_the_modes_that_may_not_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     try:
         from fake_messages_api import FakeMessagesAPI
     finally:
         sys.path.pop(0)
     path = tmp_path / "c.yaml"
-    with use_cassette(path, mode="once"):  # may record (no file yet): the guard is off
+    with use_cassette(tmp_path / "other.yaml", mode="once"):  # may record, but this pytest run replays: loopback only
+        assert active() == (record_mode_of_this_run() == "none")
+    monkeypatch.setattr(modes, "_RUNS_THAT_REPLAY", [])  # outside a run that replays (a script, harness record)...
+    with use_cassette(path, mode="once"):  # ...a block that may record (no file yet) has the guard off
         assert not active()
         FakeMessagesAPI().client().messages.create(model="claude-sonnet-5", max_tokens=8,
                                                    messages=[{"role": "user", "content": "hi"}])
