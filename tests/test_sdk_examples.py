@@ -72,6 +72,13 @@ OUT_OF_SCOPE: dict[str, str] = {
     "workload_identity.py": "credential providers and profile files (no request it makes is the point)",
 }
 
+# What an example's user has on their machine before they record it, set up outside any cassette: a pytest run in
+# mode none lets a recording block reach loopback only, and npx would fetch the MCP server from the npm registry
+# while recording (a fresh HOME has no npx cache). The server exits when its stdin ends.
+PREPARE: dict[str, list[str]] = {
+    "mcp_tool_runner.py": ["npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp"],
+}
+
 # What an example needs to run unchanged: its command-line arguments, made by a step recorded with it...
 SETUP: dict[str, Callable[[], list[str]]] = {}
 # ...and what a person would type at its prompts.
@@ -219,6 +226,11 @@ def record_and_replay(name: str, cassettes: Path) -> Outcome:
     here = cassettes / name.replace("/", "_").removesuffix(".py")
     cassette, typed = here / "cassette.yaml", TYPED.get(name, "")
     recording, replaying = (shutil.copytree(examples_folder(), here / run) for run in ("recording", "replaying"))
+    if name in PREPARE:
+        prepared = subprocess.run(PREPARE[name], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                  timeout=600, check=False)
+        if prepared.returncode != 0:
+            return Outcome(name, False, f"its set-up {' '.join(PREPARE[name])} failed: {prepared.stderr[-500:]}")
     try:
         with (
             Simulator(model=SIMULATOR_MODEL.get(name)) as sim,
