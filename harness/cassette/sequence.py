@@ -20,10 +20,6 @@ from harness.cassette.tolerant import AskedRequest, ToleratedDifference
 TOOL_OUTPUT = "$TOOL_OUTPUT"
 
 
-# The record of what `sequence` served anyway is the one every tolerant match keeps (harness.cassette.tolerant).
-ToolResultDrift = ToleratedDifference
-
-
 def without_tool_output(body: Any) -> Any:
     """The body with every tool_result's content replaced by one placeholder."""
     if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
@@ -56,7 +52,7 @@ class SequenceMatcher:
     def _key(self, method: str, path: str, query: str | None, body: Any) -> bytes:
         return request_fingerprint(method, path, query, without_tool_output(body), self._ignore)
 
-    def drifted(self, request: AskedRequest, play_counts: Sequence[int]) -> ToolResultDrift | None:
+    def drifted(self, request: AskedRequest, play_counts: Sequence[int]) -> ToleratedDifference | None:
         """The drift that lets `request` be served the next unplayed recording, or None (then it is a miss)."""
         queue = self._queues.get(self._key(request.method, request.path, request.query, request.body))
         if not queue:
